@@ -1,0 +1,66 @@
+"""What admission may know about the cluster: a read-only view of queues and their jobs.
+
+Admission rules are pure functions of (object, view). The API server passes a view over its
+store; the simulator and the tests pass ``ObjectsView`` over a plain list of objects.
+"""
+
+from __future__ import annotations
+
+from typing import Iterable, Protocol
+
+from lahar.model.base import ApiObject
+from lahar.model.queue import DEFAULT, ROOT, Queue
+from lahar.model.workload import PodGroup, PodGroupPhase
+
+__all__ = ["ClusterView", "ObjectsView", "builtin_queue"]
+
+_FINISHED = {PodGroupPhase.COMPLETED.value}
+
+
+class ClusterView(Protocol):
+    def queue(self, name: str) -> Queue | None:
+        """The queue named ``name`` (``root`` and ``default`` always exist)."""
+
+    def queues(self) -> list[Queue]:
+        """Every queue, sorted by name."""
+
+    def unfinished_podgroups(self, queue: str) -> int:
+        """How many podgroups of ``queue`` are not Completed."""
+
+
+def builtin_queue(name: str) -> Queue:
+    """The ``root`` or ``default`` queue as Lahar creates it when it is missing."""
+    queue = Queue.model_validate({"metadata": {"name": name}, "spec": {"weight": 1}})
+    queue.spec.reclaimable = name != ROOT
+    if name != ROOT:
+        queue.spec.parent = ROOT
+    queue.status.state = "Open"
+    return queue
+
+
+class ObjectsView:
+    """A view over a list of objects; ``root`` and ``default`` are added when absent."""
+
+    def __init__(self, objects: Iterable[ApiObject] = (), *, implicit_queues: bool = True) -> None:
+        self._queues: dict[str, Queue] = {}
+        self._podgroups: dict[str, list[PodGroup]] = {}
+        if implicit_queues:
+            for name in (ROOT, DEFAULT):
+                self._queues[name] = builtin_queue(name)
+        for obj in objects:
+            self.add(obj)
+
+    def add(self, obj: ApiObject) -> None:
+        if isinstance(obj, Queue):
+            self._queues[obj.name] = obj
+        elif isinstance(obj, PodGroup):
+            self._podgroups.setdefault(obj.queue, []).append(obj)
+
+    def queue(self, name: str) -> Queue | None:
+        return self._queues.get(name)
+
+    def queues(self) -> list[Queue]:
+        return [self._queues[name] for name in sorted(self._queues)]
+
+    def unfinished_podgroups(self, queue: str) -> int:
+        return sum(1 for pg in self._podgroups.get(queue, []) if pg.status.phase not in _FINISHED)

@@ -1,0 +1,1 @@
+"""Controllers: queue lifecycle, commands, status refresh, job lifecycle. Events in, actions out."""

@@ -1,0 +1,140 @@
+"""Common pieces of every API object: the pydantic base, ``metadata``, keys and annotations.
+
+Objects keep Kubernetes' shape and field names (camelCase on the wire, snake_case in Python) so
+that a Volcano user's YAML loads unchanged. Fields Lahar does not know are kept, not dropped
+(``extra="allow"`` at every level), so a manifest survives a round trip through Lahar intact.
+
+Types here only describe the *shape*. Value rules (ranges, name syntax, quantity syntax, allowed
+states) live in ``lahar.admission``, which reports every broken rule at once with its path.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, ClassVar
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StrictBool, StrictInt
+from pydantic.alias_generators import to_camel
+
+__all__ = [
+    "K8sModel",
+    "ObjectMeta",
+    "OwnerReference",
+    "ApiObject",
+    "Quantity",
+    "ResourceList",
+    "StrictInt",
+    "StrictBool",
+    "GROUP_NAME_ANNOTATIONS",
+    "LAHAR_AT",
+    "LAHAR_DURATION",
+    "PREEMPTABLE",
+]
+
+# Pods join a podgroup with either annotation: Volcano's scheduler reads the first,
+# SPEC.md names the second.
+GROUP_NAME_ANNOTATIONS = ("scheduling.k8s.io/group-name", "scheduling.volcano.sh/group-name")
+PREEMPTABLE = "volcano.sh/preemptable"
+LAHAR_AT = "lahar.dev/at"
+LAHAR_DURATION = "lahar.dev/duration"
+
+
+def _number_to_text(value: Any) -> Any:
+    """Quantities may be written as YAML numbers (``cpu: 2``); store them as strings like Kubernetes."""
+    if isinstance(value, bool):
+        return value  # left for the str check to reject
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        return repr(value) if not value.is_integer() else str(int(value))
+    return value
+
+
+Quantity = Annotated[str, BeforeValidator(_number_to_text)]
+ResourceList = dict[str, Quantity]
+
+
+class K8sModel(BaseModel):
+    """Base of every object and sub-object: camelCase aliases, unknown fields kept."""
+
+    model_config = ConfigDict(
+        alias_generator=to_camel,
+        populate_by_name=True,
+        extra="allow",
+        strict=False,
+    )
+
+    def dump(self) -> dict[str, Any]:
+        """The object as plain JSON data, with wire (camelCase) names, without nulls and empty values."""
+        return _prune(self.model_dump(by_alias=True, exclude_none=True, mode="json"))
+
+
+def _prune(value: Any) -> Any:
+    """Drop empty strings, maps and lists, recursively (they carry no meaning in a manifest)."""
+    if isinstance(value, dict):
+        pruned = {k: _prune(v) for k, v in value.items()}
+        return {k: v for k, v in pruned.items() if v not in ("", {}, [])}
+    if isinstance(value, list):
+        return [_prune(v) for v in value]
+    return value
+
+
+class OwnerReference(K8sModel):
+    api_version: str = ""
+    kind: str = ""
+    name: str = ""
+    uid: str | None = None
+    controller: StrictBool | None = None
+    block_owner_deletion: StrictBool | None = None
+
+
+class ObjectMeta(K8sModel):
+    name: str = ""
+    generate_name: str | None = None
+    namespace: str | None = None
+    uid: str | None = None
+    resource_version: str | None = None
+    generation: StrictInt | None = None
+    creation_timestamp: str | None = None
+    deletion_timestamp: str | None = None
+    labels: dict[str, str] = Field(default_factory=dict)
+    annotations: dict[str, str] = Field(default_factory=dict)
+    owner_references: list[OwnerReference] = Field(default_factory=list)
+
+
+class ApiObject(K8sModel):
+    """An object with ``apiVersion``, ``kind`` and ``metadata``. Subclasses fix the first two."""
+
+    API_VERSION: ClassVar[str] = ""
+    KIND: ClassVar[str] = ""
+    NAMESPACED: ClassVar[bool] = True
+
+    api_version: str = ""
+    kind: str = ""
+    metadata: ObjectMeta = Field(default_factory=ObjectMeta)
+
+    def model_post_init(self, context: Any) -> None:
+        if not self.api_version:
+            self.api_version = self.API_VERSION
+        if not self.kind:
+            self.kind = self.KIND
+        if self.NAMESPACED and not self.metadata.namespace:
+            self.metadata.namespace = "default"
+
+    @property
+    def name(self) -> str:
+        return self.metadata.name
+
+    @property
+    def namespace(self) -> str | None:
+        return self.metadata.namespace if self.NAMESPACED else None
+
+    @property
+    def key(self) -> str:
+        """``namespace/name`` for namespaced objects, ``name`` otherwise."""
+        if self.NAMESPACED:
+            return f"{self.metadata.namespace}/{self.metadata.name}"
+        return self.metadata.name
+
+    @property
+    def annotations(self) -> dict[str, str]:
+        return self.metadata.annotations

@@ -1,0 +1,97 @@
+"""Kubernetes quantities: parse, canonical format, rounding, and round trips."""
+
+from fractions import Fraction
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from lahar.quantity import (
+    QuantityError,
+    QuantityFormat,
+    canonical,
+    format_quantity,
+    parse_quantity,
+    to_milli,
+    to_units,
+)
+
+PARSE_CASES = [
+    ("500m", Fraction(1, 2)),
+    ("1.5", Fraction(3, 2)),
+    ("2", Fraction(2)),
+    ("4Gi", Fraction(4 * 2**30)),
+    ("4096Mi", Fraction(4 * 2**30)),
+    ("1e3", Fraction(1000)),
+    ("1E3", Fraction(1000)),
+    ("1e-3", Fraction(1, 1000)),
+    ("100k", Fraction(100_000)),
+    ("1G", Fraction(10**9)),
+    ("1M", Fraction(10**6)),
+    ("1E", Fraction(10**18)),
+    ("1Ki", Fraction(1024)),
+    ("250u", Fraction(250, 10**6)),
+    ("7n", Fraction(7, 10**9)),
+    (".5", Fraction(1, 2)),
+    ("1.", Fraction(1)),
+    ("+3", Fraction(3)),
+    ("-2", Fraction(-2)),
+    (3, Fraction(3)),
+    (0.25, Fraction(1, 4)),
+]
+
+
+@pytest.mark.parametrize("text,value", PARSE_CASES)
+def test_parse(text, value):
+    assert parse_quantity(text) == value
+
+
+@pytest.mark.parametrize("text", ["", " 1", "1 ", "abc", "1Xi", "1.2.3", "1KiB", "e3", "1e", "--1", "1e99", "nan", True, None, [1]])
+def test_parse_rejects(text):
+    with pytest.raises(QuantityError):
+        parse_quantity(text)
+
+
+FORMAT_CASES = [
+    (Fraction(1, 2), QuantityFormat.DECIMAL, "500m"),
+    (Fraction(2), QuantityFormat.DECIMAL, "2"),
+    (Fraction(1500), QuantityFormat.DECIMAL, "1500"),
+    (Fraction(2000), QuantityFormat.DECIMAL, "2k"),
+    (Fraction(4 * 2**30), QuantityFormat.BINARY, "4Gi"),
+    (Fraction(3 * 2**29), QuantityFormat.BINARY, "1536Mi"),
+    (Fraction(10**9), QuantityFormat.BINARY, "1G"),
+    (Fraction(100), QuantityFormat.BINARY, "100"),
+    (Fraction(0), QuantityFormat.BINARY, "0"),
+    (Fraction(1, 3), QuantityFormat.DECIMAL, "333333334n"),
+]
+
+
+@pytest.mark.parametrize("value,fmt,text", FORMAT_CASES)
+def test_format(value, fmt, text):
+    assert format_quantity(value, fmt) == text
+
+
+def test_canonical_keeps_flavour():
+    assert canonical("4096Mi") == "4Gi"
+    assert canonical("1000m") == "1"
+    assert canonical("2000M") == "2G"
+
+
+def test_rounding_up_like_kubernetes():
+    assert to_milli("0.0001") == 1
+    assert to_milli("1.5") == 1500
+    assert to_units("0.5") == 1
+    assert to_units("1Gi") == 2**30
+
+
+nanos = st.integers(min_value=-(10**24), max_value=10**24).map(lambda n: Fraction(n, 10**9))
+
+
+@given(nanos, st.sampled_from(list(QuantityFormat)))
+def test_round_trip(value, fmt):
+    assert parse_quantity(format_quantity(value, fmt)) == value
+
+
+@given(st.integers(min_value=0, max_value=2**62))
+def test_binary_round_trip_integers(value):
+    assert parse_quantity(format_quantity(Fraction(value), QuantityFormat.BINARY)) == value
