@@ -38,7 +38,17 @@ __all__ = [
     "builtin_queue",
 ]
 
-_MUTATORS: dict[type, Callable] = {Queue: mutate_queue, Job: mutate_job, PodGroup: mutate_podgroup}
+def mutate_node(node: Node) -> Node:
+    """A node that reports no ``pods`` allocatable gets Kubernetes' default of 110 (kubelet's
+    ``maxPods``): without it, no pod would ever fit, since every pod counts as one."""
+    if "pods" in node.allocatable:
+        return node
+    out = node.model_copy(deep=True)
+    out.status.allocatable = {**node.allocatable, "pods": "110"}
+    return out
+
+
+_MUTATORS: dict[type, Callable] = {Queue: mutate_queue, Job: mutate_job, PodGroup: mutate_podgroup, Node: mutate_node}
 _VALIDATORS: dict[type, Callable[[ApiObject, ClusterView], list[FieldError]]] = {
     Queue: validate_queue_create,
     Job: validate_job,

@@ -1,0 +1,53 @@
+"""``lahar``: the command line. Subcommands live in their own modules; this one wires them.
+
+Exit codes: 0 ok, 1 an error reported by Lahar (message printed as given), 2 usage error,
+3 server unreachable.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import typer
+
+from lahar import __version__
+from lahar.cli.simulate import simulate
+from lahar.errors import LaharError
+
+app = typer.Typer(
+    name="lahar",
+    help="Lahar: queue-based batch scheduling for shared clusters.",
+    no_args_is_help=True,
+    add_completion=True,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+app.command(
+    "simulate",
+    help="Run the scheduler over manifests on a virtual clock and report its decisions.",
+    epilog="Example: lahar simulate examples/seed-scenarios.yaml --until 10m -o json",
+)(simulate)
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"lahar {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="Print the version and exit."),
+) -> None:
+    """Lahar: queue-based batch scheduling for shared clusters."""
+
+
+def main() -> None:
+    try:
+        app()
+    except LaharError as exc:
+        typer.echo(f"error: {exc.message}", err=True)
+        sys.exit(exc.exit_code)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,181 @@
+"""The queue controller: commands and status refresh as pure functions (events in, changes out).
+
+``apply_action`` carries out one OpenQueue / CloseQueue / SuspendQueue / ResumeQueue on a queue
+and, for a parent, on its descendants first (SPEC section 3). ``refresh`` keeps each queue's
+status current: podgroup counts per phase, Closing -> Closed once nothing unfinished remains,
+and a queue whose desired state changed (an API update of ``spec.state``) moved accordingly.
+
+Nothing here reads a clock or a store: callers pass the queues and a function that counts a
+queue's unfinished podgroups, and apply the returned queue copies and events themselves.
+
+Hierarchy rules:
+- Close, Suspend and Resume on a parent act on every descendant first, deepest first.
+- A queue closed because its parent closed is marked ``lahar.dev/closed-by-parent: "true"``;
+  opening the parent reopens exactly those, and only those.
+- Opening a queue whose parent is Closed or Closing is refused, with an event saying why.
+- ``root`` is never closed or suspended; such a command is refused with an event.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable, Mapping
+
+from lahar.controller.lifecycle import transition
+from lahar.model.queue import ROOT, Queue, QueueAction, QueueState
+from lahar.model.workload import PodGroup
+
+__all__ = ["QueueEvent", "Changes", "apply_action", "refresh", "descendants", "CLOSED_BY_PARENT", "count_phases"]
+
+CLOSED_BY_PARENT = "lahar.dev/closed-by-parent"
+_DESIRED = {
+    QueueState.OPEN: QueueState.OPEN.value,
+    QueueState.SUSPENDED: QueueState.SUSPENDED.value,
+    QueueState.CLOSING: QueueState.CLOSED.value,
+    QueueState.CLOSED: QueueState.CLOSED.value,
+}
+
+
+@dataclass(frozen=True)
+class QueueEvent:
+    """Something a person should see on a queue: a state change, or a command refused or ignored."""
+
+    queue: str
+    reason: str
+    message: str
+    type: str = "Normal"
+
+    def to_json(self) -> dict[str, str]:
+        return {"queue": self.queue, "type": self.type, "reason": self.reason, "message": self.message}
+
+
+@dataclass
+class Changes:
+    queues: dict[str, Queue] = field(default_factory=dict)
+    events: list[QueueEvent] = field(default_factory=list)
+
+    def merge(self, other: "Changes") -> None:
+        self.queues.update(other.queues)
+        self.events.extend(other.events)
+
+
+def descendants(queues: Mapping[str, Queue], name: str) -> list[Queue]:
+    """Every queue below ``name``, deepest first (children in name order)."""
+    children = sorted((q for q in queues.values() if q.parent_name == name and q.name != name), key=lambda q: q.name)
+    out: list[Queue] = []
+    for child in children:
+        out.extend(descendants(queues, child.name))
+        out.append(child)
+    return out
+
+
+def apply_action(
+    queues: Mapping[str, Queue], name: str, action: str, unfinished: Callable[[str], int]
+) -> Changes:
+    """Carry out ``action`` on queue ``name`` (and its descendants). Unknown queue: an event only."""
+    current = dict(queues)
+    changes = Changes()
+    queue = current.get(name)
+    if queue is None:
+        changes.events.append(QueueEvent(name, action, f"queue {name} does not exist", "Warning"))
+        return changes
+    if name == ROOT and action in (QueueAction.CLOSE.value, QueueAction.SUSPEND.value):
+        changes.events.append(QueueEvent(name, action, "the root queue can never be closed or suspended", "Warning"))
+        return changes
+    if action == QueueAction.OPEN.value:
+        return _open(current, queue, unfinished)
+    if action in (QueueAction.CLOSE.value, QueueAction.SUSPEND.value, QueueAction.RESUME.value):
+        for child in descendants(current, name):
+            step = _move(current[child.name], action, unfinished, by_parent=True)
+            current.update(step.queues)
+            changes.merge(step)
+    step = _move(current[name], action, unfinished, by_parent=False)
+    changes.merge(step)
+    return changes
+
+
+def _open(current: dict[str, Queue], queue: Queue, unfinished: Callable[[str], int]) -> Changes:
+    changes = Changes()
+    parent = current.get(queue.parent_name or "") if queue.parent_name else None
+    if parent is not None and parent.name != ROOT and parent.state in (QueueState.CLOSED.value, QueueState.CLOSING.value):
+        message = f"cannot open queue {queue.name}: its parent queue {parent.name} is {parent.state}; open the parent first"
+        changes.events.append(QueueEvent(queue.name, QueueAction.OPEN.value, message, "Warning"))
+        return changes
+    step = _move(queue, QueueAction.OPEN.value, unfinished, by_parent=False)
+    changes.merge(step)
+    current.update(step.queues)
+    for child in sorted(current.values(), key=lambda q: q.name):
+        if child.parent_name == queue.name and child.name != queue.name and child.annotations.get(CLOSED_BY_PARENT) == "true":
+            changes.merge(_open(current, child, unfinished))
+    return changes
+
+
+def _move(queue: Queue, action: str, unfinished: Callable[[str], int], by_parent: bool) -> Changes:
+    changes = Changes()
+    step = transition(queue.state, action, unfinished(queue.name) > 0)
+    if step.ignored:
+        changes.events.append(QueueEvent(queue.name, action, f"ignored: queue {queue.name} is {queue.state}: {step.ignored}"))
+        return changes
+    updated = queue.model_copy(deep=True)
+    updated.status.state = step.target.value
+    updated.spec.state = _DESIRED.get(step.target, updated.spec.state)
+    if action == QueueAction.CLOSE.value:
+        if by_parent and step.changes:
+            updated.metadata.annotations[CLOSED_BY_PARENT] = "true"
+    elif action == QueueAction.OPEN.value:
+        updated.metadata.annotations.pop(CLOSED_BY_PARENT, None)
+    if updated.dump() != queue.dump():
+        changes.queues[queue.name] = updated
+    if step.changes:
+        why = " because its parent was acted on" if by_parent else ""
+        changes.events.append(QueueEvent(queue.name, action, f"queue {queue.name}: {queue.state} -> {step.target.value}{why}"))
+    return changes
+
+
+def count_phases(podgroups: list[PodGroup]) -> dict[str, int]:
+    counts = {"pending": 0, "inqueue": 0, "running": 0, "unknown": 0, "completed": 0}
+    for group in podgroups:
+        phase = (group.status.phase or "Pending").lower()
+        if phase in counts:
+            counts[phase] += 1
+    return counts
+
+
+def refresh(queues: Mapping[str, Queue], podgroups_by_queue: Mapping[str, list[PodGroup]]) -> Changes:
+    """Bring every queue's status up to date with its podgroups and its desired state."""
+    changes = Changes()
+    current = dict(queues)
+
+    def unfinished(name: str) -> int:
+        return sum(1 for g in podgroups_by_queue.get(name, []) if g.status.phase != "Completed")
+
+    for name in sorted(current):
+        queue = current[name]
+        action = _pending_action(queue)
+        if action is not None:
+            step = apply_action(current, name, action, unfinished)
+            current.update(step.queues)
+            changes.merge(step)
+            queue = current[name]
+        counts = count_phases(podgroups_by_queue.get(name, []))
+        if any(getattr(queue.status, k) != v for k, v in counts.items()):
+            updated = changes.queues.get(name, queue).model_copy(deep=True)
+            for key, value in counts.items():
+                setattr(updated.status, key, value)
+            changes.queues[name] = updated
+            current[name] = updated
+    return changes
+
+
+def _pending_action(queue: Queue) -> str | None:
+    """The action that brings the observed state in line with the desired one, if any."""
+    observed, desired = queue.status.state or "", queue.desired_state
+    if not observed:
+        return {"Open": "OpenQueue", "Closed": "CloseQueue", "Suspended": "SuspendQueue"}.get(desired)
+    if observed == QueueState.UNKNOWN.value:
+        return None
+    if observed == QueueState.CLOSING.value and desired == QueueState.CLOSED.value:
+        return QueueAction.SYNC.value
+    if _DESIRED.get(QueueState(observed)) == desired:
+        return None
+    return {"Open": "OpenQueue", "Closed": "CloseQueue", "Suspended": "SuspendQueue"}[desired]

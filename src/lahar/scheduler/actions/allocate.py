@@ -1,0 +1,174 @@
+"""allocate: give admitted jobs nodes, queue by queue in order of share, gang by gang.
+
+Reference 6.2. The steps, as Volcano takes them:
+
+1. Every admitted, valid job with pending tasks that request something gets a worksheet (its
+   pending tasks in task order) and goes into its queue's job heap; queues go into a heap
+   ordered by share. Without an ``enqueue`` action, pending podgroups are admitted here.
+2. Pop the queue with the lowest share; drop it for this cycle if it is overused. Pop its first
+   job and place tasks until the job is ready (its gang minimum is met); after that, one more
+   task per turn. Push the queue back, so its share is compared again after every job.
+3. A job's statement is committed (binds) only once the job is ready. A job that is only
+   *pipelined* keeps its in-session reservations without binding; otherwise it is discarded.
+
+Lahar: jobs of Suspended queues are skipped; ties between equally good nodes go to the first
+node in node order (Volcano picks at random).
+"""
+
+from __future__ import annotations
+
+from lahar.resources import Dim
+from lahar.scheduler.api import FitErrors, JobInfo, NodeInfo, QueueInfo, StatusCode, TaskInfo, TaskStatus
+from lahar.scheduler.framework.session import Session
+from lahar.scheduler.framework.statement import Statement
+from lahar.scheduler.pqueue import PriorityQueue
+
+
+def execute(ssn: Session) -> None:
+    cache_errors = ssn.action_arguments("allocate").get_bool("predicateErrorCacheEnable", True)
+    queues, jobs_by_queue, worksheets = _build_context(ssn)
+    while not queues.empty():
+        queue = queues.pop()
+        if ssn.overused(queue):
+            ssn.note(f"queue/{queue.name}", kind="overused")
+            continue
+        jobs = jobs_by_queue.get(queue.uid)
+        if jobs is None or jobs.empty():
+            continue
+        job = jobs.pop()
+        tasks = worksheets[job.uid]
+        stmt = allocate_tasks(ssn, job, tasks, cache_errors)
+        if stmt is not None and ssn.job_ready(job):
+            stmt.commit()
+            if not tasks.empty():
+                jobs.push(job)
+        queues.push(queue)
+
+
+def _build_context(ssn: Session):
+    queues: PriorityQueue[QueueInfo] = PriorityQueue(ssn.queue_order_fn)
+    jobs_by_queue: dict[str, PriorityQueue[JobInfo]] = {}
+    worksheets: dict[str, PriorityQueue[TaskInfo]] = {}
+    for job in ssn.jobs.values():
+        if job.is_pending():
+            if ssn.enqueue_enabled:
+                continue
+            job.phase = "Inqueue"
+        if not ssn.job_valid(job)[0]:
+            continue
+        queue = ssn.queues.get(job.queue)
+        if queue is None:
+            continue
+        if ssn.suspended(queue):
+            ssn.note(job.uid, kind="queue-suspended", queue=queue.name)
+            continue
+        tasks: PriorityQueue[TaskInfo] = PriorityQueue(ssn.task_order_fn)
+        for task in job.tasks_in(TaskStatus.PENDING):
+            if not task.resreq.is_empty():
+                tasks.push(task)
+        if tasks.empty():
+            continue
+        if job.queue not in jobs_by_queue:
+            jobs_by_queue[job.queue] = PriorityQueue(ssn.job_order_fn)
+            queues.push(queue)
+        jobs_by_queue[job.queue].push(job)
+        worksheets[job.uid] = tasks
+    return queues, jobs_by_queue, worksheets
+
+
+def allocate_tasks(ssn: Session, job: JobInfo, tasks: PriorityQueue[TaskInfo], cache_errors: bool = True) -> Statement | None:
+    """Place the job's tasks until it is ready; return the statement, or None when discarded."""
+    queue = ssn.queues[job.queue]
+    stmt = Statement(ssn)
+    role_errors: dict[str, dict[str, object]] = {}
+    while not tasks.empty():
+        task = tasks.pop()
+        if not ssn.allocatable(queue, task):
+            ssn.note(job.uid, kind="queue-allocatable", queue=queue.name, task=task.key)
+            continue
+        if job.task_has_fit_errors(task):
+            errors = FitErrors(err=f"Task {task.name} with role spec {task.role} has already predicated failed, skip")
+            job.fit_errors[task.uid] = errors
+            continue
+        pre_error = ssn.pre_predicate(task)
+        if pre_error:
+            job.fit_errors[task.uid] = _all_nodes_error(ssn, pre_error)
+            if job.need_continue_allocating():
+                continue
+            break
+        candidates, errors = _predicate_nodes(ssn, task, role_errors if cache_errors else None)
+        if not candidates:
+            job.fit_errors[task.uid] = errors
+            if job.need_continue_allocating():
+                continue
+            break
+        node = _best_node(ssn, task, candidates)
+        if node is None:
+            continue
+        _place(stmt, task, node)
+        if ssn.job_ready(job):
+            break
+    if ssn.job_ready(job) or ssn.job_pipelined(job):
+        return stmt
+    stmt.discard()
+    return None
+
+
+def _all_nodes_error(ssn: Session, message: str) -> FitErrors:
+    from lahar.scheduler.api import FitError
+
+    errors = FitErrors()
+    for node in ssn.node_list:
+        errors.set_node_error(node.name, FitError(node.name, [(StatusCode.ERROR, message)]))
+    return errors
+
+
+def _predicate_nodes(ssn: Session, task: TaskInfo, role_cache: dict | None) -> tuple[list[NodeInfo], FitErrors]:
+    """Nodes where the task fits (resources against FutureIdle, then the predicate plugins)."""
+    errors = FitErrors()
+    nominated = ssn.nodes.get(task.nominated_node) if task.nominated_node else None
+    if nominated is not None and task.init_resreq.less_equal(nominated.future_idle(), Dim.ZERO):
+        fit = _fit(ssn, task, nominated)
+        if fit is None:
+            return [nominated], errors
+    cache = None
+    if role_cache is not None and task.role:
+        cache = role_cache.setdefault(f"{task.job}/{task.role}", {})
+    found = []
+    for node in ssn.node_list:
+        fit = cache.get(node.name) if cache else None
+        if fit is None:
+            fit = _fit(ssn, task, node)
+            if fit is not None and cache is not None:
+                cache[node.name] = fit
+        if fit is None:
+            found.append(node)
+        else:
+            errors.set_node_error(node.name, fit)  # type: ignore[arg-type]
+    return found, errors
+
+
+def _fit(ssn: Session, task: TaskInfo, node: NodeInfo):
+    from lahar.scheduler.api import FitError
+
+    ok, names = task.init_resreq.less_equal_with_resources_name(node.future_idle(), Dim.ZERO)
+    if not ok:
+        return FitError(node.name, [(StatusCode.UNSCHEDULABLE, f"Insufficient {names[0]}")])
+    return ssn.predicate_for_allocate(task, node)
+
+
+def _best_node(ssn: Session, task: TaskInfo, candidates: list[NodeInfo]) -> NodeInfo | None:
+    """Nodes with idle room first, then nodes that will have room once evictions finish."""
+    idle = [n for n in candidates if task.init_resreq.less_equal(n.idle, Dim.ZERO)]
+    future = [n for n in candidates if n not in idle and task.init_resreq.less_equal(n.future_idle(), Dim.ZERO)]
+    for group in (idle, future):
+        if group:
+            return ssn.best_node(task, group)
+    return None
+
+
+def _place(stmt: Statement, task: TaskInfo, node: NodeInfo) -> None:
+    if task.init_resreq.less_equal(node.idle, Dim.ZERO):
+        stmt.allocate(task, node.name)
+    elif task.init_resreq.less_equal(node.future_idle(), Dim.ZERO):
+        stmt.pipeline(task, node.name)

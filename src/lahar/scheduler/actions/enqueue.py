@@ -1,0 +1,41 @@
+"""enqueue: admit pending podgroups into their queues (Pending -> Inqueue).
+
+Reference 6.1. Queues take turns in queue order, one job per turn in job order. A job without
+``minResources`` is admitted without asking any plugin (as in Volcano); otherwise every enabled
+``JobEnqueueable`` vote must allow it. A rejected job does not block the jobs behind it.
+Lahar: jobs of Suspended queues stay Pending.
+"""
+
+from __future__ import annotations
+
+from lahar.scheduler.api import JobInfo, QueueInfo
+from lahar.scheduler.framework.session import Session
+from lahar.scheduler.pqueue import PriorityQueue
+
+
+def execute(ssn: Session) -> None:
+    queues: PriorityQueue[QueueInfo] = PriorityQueue(ssn.queue_order_fn)
+    jobs_by_queue: dict[str, PriorityQueue[JobInfo]] = {}
+    seen: set[str] = set()
+    for job in ssn.jobs.values():
+        queue = ssn.queues.get(job.queue)
+        if queue is None:
+            continue
+        if queue.uid not in seen:
+            seen.add(queue.uid)
+            queues.push(queue)
+        if job.is_pending():
+            if ssn.suspended(queue):
+                ssn.note(job.uid, kind="queue-suspended", queue=queue.name)
+                continue
+            jobs_by_queue.setdefault(job.queue, PriorityQueue(ssn.job_order_fn)).push(job)
+    while not queues.empty():
+        queue = queues.pop()
+        jobs = jobs_by_queue.get(queue.uid)
+        if jobs is None or jobs.empty():
+            continue
+        job = jobs.pop()
+        if job.min_resources is None or ssn.job_enqueueable(job):
+            ssn.job_enqueued(job)
+            job.phase = "Inqueue"
+        queues.push(queue)

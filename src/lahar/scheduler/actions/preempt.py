@@ -1,0 +1,141 @@
+"""preempt: inside one queue, a starving higher-priority job evicts lower-priority tasks.
+
+Reference 6.5. Two phases per queue. Phase A: starving jobs, in job order, preempt tasks of
+*other* jobs of the same queue (``Preemptable`` decides who may be a victim: lower job priority,
+preemptable, not critical...). Phase B: inside each starving job, higher-priority pending tasks
+preempt the job's own lower-priority tasks. A preemptor fits a node when its queue allows it
+(``Allocatable``), it fits ``FutureIdle`` and the predicates pass; victims are evicted in victim
+order until it fits, and it is pipelined there.
+
+Lahar: jobs of Suspended queues preempt nothing.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from lahar.resources import Dim
+from lahar.scheduler.api import JobInfo, NodeInfo, QueueInfo, TaskInfo, TaskStatus, preemptable_status
+from lahar.scheduler.framework.session import Session
+from lahar.scheduler.framework.statement import Statement
+from lahar.scheduler.pqueue import PriorityQueue
+
+
+def execute(ssn: Session) -> None:
+    preemptors: dict[str, PriorityQueue[JobInfo]] = {}
+    tasks: dict[str, PriorityQueue[TaskInfo]] = {}
+    under_request: dict[str, list[JobInfo]] = {}
+    for job in ssn.jobs.values():
+        if job.is_pending() or not ssn.job_valid(job)[0]:
+            continue
+        queue = ssn.queues.get(job.queue)
+        if queue is None or ssn.suspended(queue) or not ssn.job_starving(job):
+            continue
+        preemptors.setdefault(job.queue, PriorityQueue(ssn.job_order_fn)).push(job)
+        under_request.setdefault(job.queue, []).append(job)
+        tasks[job.uid] = PriorityQueue(ssn.task_order_fn, job.tasks_in(TaskStatus.PENDING))
+    queues: PriorityQueue[QueueInfo] = PriorityQueue(ssn.queue_order_fn, [ssn.queues[q] for q in preemptors])
+    while not queues.empty():
+        queue = queues.pop()
+        _between_jobs(ssn, preemptors[queue.uid], tasks)
+        for job in under_request[queue.uid]:
+            _inside_job(ssn, job)
+
+
+def _between_jobs(ssn: Session, jobs: PriorityQueue[JobInfo], tasks: dict[str, PriorityQueue[TaskInfo]]) -> None:
+    while not jobs.empty():
+        job = jobs.pop()
+        stmt = Statement(ssn)
+        while ssn.job_starving(job) and not tasks[job.uid].empty():
+            preemptor = tasks[job.uid].pop()
+
+            def other_jobs(task: TaskInfo, preemptor: TaskInfo = preemptor, job: JobInfo = job) -> bool:
+                owner = ssn.jobs.get(task.job)
+                return _eligible(task, preemptor) and owner is not None and owner.queue == job.queue and task.job != preemptor.job
+
+            preempt(ssn, stmt, preemptor, other_jobs)
+        if ssn.job_pipelined(job):
+            stmt.commit()
+        else:
+            stmt.discard()
+
+
+def _inside_job(ssn: Session, job: JobInfo) -> None:
+    pending = PriorityQueue(ssn.task_order_fn, job.tasks_in(TaskStatus.PENDING))
+    while not pending.empty():
+        preemptor = pending.pop()
+        stmt = Statement(ssn)
+
+        def same_job(task: TaskInfo, preemptor: TaskInfo = preemptor) -> bool:
+            return _eligible(task, preemptor) and task.job == preemptor.job
+
+        if not preempt(ssn, stmt, preemptor, same_job):
+            stmt.discard()
+            break
+        stmt.commit()
+
+
+def _eligible(task: TaskInfo, preemptor: TaskInfo) -> bool:
+    if not preemptable_status(task.status) or not task.preemptable:
+        return False
+    return not (preemptor.best_effort and not task.best_effort)
+
+
+def preempt(ssn: Session, stmt: Statement, preemptor: TaskInfo, keep: Callable[[TaskInfo], bool]) -> bool:
+    """Find a node where evicting victims lets ``preemptor`` fit; pipeline it there."""
+    if preemptor.preemption_policy == "Never" or not _nomination_allows(ssn, preemptor):
+        return False
+    if ssn.pre_predicate(preemptor):
+        return False
+    nodes = [n for n in ssn.filter_unresolvable(preemptor) if ssn.predicate_for_preempt(preemptor, n) is None]
+    job = ssn.jobs[preemptor.job]
+    queue = ssn.queues[job.queue]
+    for node in _by_score(ssn, preemptor, nodes):
+        candidates = [t for t in node.tasks.values() if keep(t)]
+        victims = ssn.preemptable(preemptor, candidates) or []
+        room = node.future_idle()
+        for victim in victims:
+            room.add(victim.resreq)
+        if not preemptor.init_resreq.less_equal(room, Dim.ZERO):
+            continue
+        ordered = ssn.build_victims_queue(victims, preemptor)
+        node_stmt = Statement(ssn)
+        evicted = False
+        fits = _fits(ssn, queue, preemptor, node)
+        while not fits and not ordered.empty():
+            node_stmt.evict(ordered.pop(), "preempt")
+            evicted = True
+            fits = _fits(ssn, queue, preemptor, node)
+        if fits:
+            node_stmt.pipeline(preemptor, node.name, evicted)
+            stmt.merge(node_stmt)
+            return True
+        node_stmt.discard()
+    return False
+
+
+def _fits(ssn: Session, queue: QueueInfo, task: TaskInfo, node: NodeInfo) -> bool:
+    return (
+        ssn.allocatable(queue, task)
+        and task.init_resreq.less_equal(node.future_idle(), Dim.ZERO)
+        and ssn.predicate(task, node) is None
+    )
+
+
+def _by_score(ssn: Session, task: TaskInfo, nodes: list[NodeInfo]) -> list[NodeInfo]:
+    """Nodes by descending score; equal scores keep node order."""
+    if len(nodes) < 2:
+        return nodes
+    scores = ssn.node_scores(task, nodes)
+    return sorted(nodes, key=lambda n: -scores[n.name])
+
+
+def _nomination_allows(ssn: Session, task: TaskInfo) -> bool:
+    """A task nominated to a node where it now fits needs no preemption (Volcano's eligibility rule)."""
+    if not task.nominated_node:
+        return True
+    node = ssn.nodes.get(task.nominated_node)
+    if node is None:
+        return False
+    fit = ssn.predicate(task, node)
+    return fit is not None

@@ -1,0 +1,150 @@
+"""reclaim: a queue below its deserved share takes back resources lent to other queues.
+
+Reference 6.4. Queues in order; a queue that is overused reclaims nothing. For each starving job
+(fewer than minAvailable tasks placed), each pending task that the queue may reclaim for
+(``Preemptive``) looks for a node where evicting *Running*, preemptable tasks of *other*,
+reclaimable queues (filtered by the plugins' ``Reclaimable``) makes room; the task is then
+pipelined there. The job's statement is committed when the job is pipelined, else discarded.
+Evictions are kept only for the node that worked.
+
+Lahar arguments (``configurations: [{name: reclaim, arguments: {...}}]``):
+- ``minimalVictims``: evict a set of victims where none could be spared (see ``victims``);
+- ``protectDeserved``: never take a victim whose queue would fall below its deserved share.
+Lahar also skips reclaimers in Suspended queues.
+"""
+
+from __future__ import annotations
+
+from lahar.resources import Dim
+from lahar.scheduler.api import JobInfo, QueueInfo, TaskInfo, TaskStatus
+from lahar.scheduler.actions.victims import choose_minimal, keeps_deserved
+from lahar.scheduler.framework.session import Session
+from lahar.scheduler.framework.statement import Statement
+from lahar.scheduler.pqueue import PriorityQueue
+
+
+def execute(ssn: Session) -> None:
+    args = ssn.action_arguments("reclaim")
+    minimal = args.get_bool("minimalVictims", False)
+    protect = args.get_bool("protectDeserved", False)
+    queues, preemptors, tasks = _starving(ssn)
+    while not queues.empty():
+        queue = queues.pop()
+        if ssn.overused(queue):
+            continue
+        jobs = preemptors.get(queue.uid)
+        while jobs is not None and not jobs.empty():
+            job = jobs.pop()
+            stmt = Statement(ssn)
+            pending = tasks[job.uid]
+            while ssn.job_starving(job) and not pending.empty():
+                task = pending.pop()
+                if task.preemption_policy == "Never":
+                    continue
+                if not ssn.preemptive(queue, [task]):
+                    ssn.note(job.uid, kind="cannot-reclaim", queue=queue.name, task=task.key)
+                    continue
+                if ssn.pre_predicate(task):
+                    continue
+                _reclaim_for_task(ssn, stmt, task, job, minimal, protect)
+            if ssn.job_pipelined(job):
+                stmt.commit()
+            else:
+                stmt.discard()
+
+
+def _starving(ssn: Session):
+    queues: PriorityQueue[QueueInfo] = PriorityQueue(ssn.queue_order_fn)
+    preemptors: dict[str, PriorityQueue[JobInfo]] = {}
+    tasks: dict[str, PriorityQueue[TaskInfo]] = {}
+    seen: set[str] = set()
+    for job in ssn.jobs.values():
+        if job.is_pending() or not ssn.job_valid(job)[0]:
+            continue
+        queue = ssn.queues.get(job.queue)
+        if queue is None:
+            continue
+        if queue.uid not in seen:
+            seen.add(queue.uid)
+            queues.push(queue)
+        if ssn.suspended(queue) or not ssn.job_starving(job):
+            continue
+        preemptors.setdefault(job.queue, PriorityQueue(ssn.job_order_fn)).push(job)
+        tasks[job.uid] = PriorityQueue(ssn.task_order_fn, job.tasks_in(TaskStatus.PENDING))
+    return queues, preemptors, tasks
+
+
+def _reclaimees(ssn: Session, node, job: JobInfo) -> list[TaskInfo]:
+    out = []
+    for task in node.tasks.values():
+        if task.status is not TaskStatus.RUNNING or not task.preemptable:
+            continue
+        owner = ssn.jobs.get(task.job)
+        if owner is None or owner.queue == job.queue:
+            continue
+        if ssn.queues[owner.queue].reclaimable():
+            out.append(task)
+    return out
+
+
+def _reclaim_for_task(ssn: Session, stmt: Statement, task: TaskInfo, job: JobInfo, minimal: bool, protect: bool) -> None:
+    for node in ssn.filter_unresolvable(task):
+        if ssn.predicate_for_preempt(task, node) is not None:
+            continue
+        reclaimees = _reclaimees(ssn, node, job)
+        if not reclaimees:
+            continue
+        victims = ssn.reclaimable(task, reclaimees) or []
+        room = node.future_idle()
+        for victim in victims:
+            room.add(victim.resreq)
+        if not task.init_resreq.less_equal(room, Dim.ZERO):
+            continue
+        ordered = ssn.build_victims_queue(victims, task)
+        chosen = _choose(ssn, ordered, node.future_idle(), task, minimal, protect)
+        if chosen is None:
+            continue
+        node_stmt = Statement(ssn)
+        for victim in chosen:
+            node_stmt.evict(victim, "reclaim")
+        node_stmt.pipeline(task, node.name, bool(chosen))
+        stmt.merge(node_stmt)
+        return
+    ssn.note(job.uid, kind="reclaim-failed", task=task.key, unreclaimable=_unreclaimable(ssn, job))
+
+
+def _unreclaimable(ssn: Session, job: JobInfo) -> list[str]:
+    """Other queues holding running tasks that reclaim may not touch (reclaimable: false)."""
+    names = set()
+    for node in ssn.node_list:
+        for task in node.tasks.values():
+            owner = ssn.jobs.get(task.job)
+            if owner is not None and owner.queue != job.queue and not ssn.queues[owner.queue].reclaimable():
+                names.add(owner.queue)
+    return sorted(names)
+
+
+def _choose(ssn: Session, ordered, available, task: TaskInfo, minimal: bool, protect: bool) -> list[TaskInfo] | None:
+    if minimal or protect:
+        allowed = keeps_deserved(ssn) if protect else (lambda victim, given: True)
+        if not minimal:
+            return _in_order(ordered, available, task, allowed)
+        return choose_minimal(ordered, available, task.init_resreq, allowed)
+    return _in_order(ordered, available, task, lambda victim, given: True)
+
+
+def _in_order(ordered, available, task: TaskInfo, allowed) -> list[TaskInfo] | None:
+    """Volcano: evict in victim order, checking before each eviction whether the task fits."""
+    chosen: list[TaskInfo] = []
+    room = available.clone()
+    given: dict = {}
+    while not ordered.empty() and not task.init_resreq.less_equal(room, Dim.ZERO):
+        victim = ordered.pop()
+        if not allowed(victim, given):
+            continue
+        chosen.append(victim)
+        room.add(victim.resreq)
+        from lahar.resources import Resource
+
+        given.setdefault(victim.job, Resource()).add(victim.resreq)
+    return chosen if task.init_resreq.less_equal(room, Dim.ZERO) else None

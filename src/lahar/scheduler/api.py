@@ -1,0 +1,528 @@
+"""The scheduler's working objects: tasks, jobs, nodes and queues as a session sees them.
+
+These mirror Volcano's ``pkg/scheduler/api`` (TaskInfo, JobInfo, NodeInfo, QueueInfo) because
+the scheduling rules are stated in their terms (``ReadyTaskNum``, ``FutureIdle``...). They are
+plain mutable objects owned by one session; ``lahar.scheduler.cache`` builds them from API
+objects and clones them per session.
+
+One deliberate simplification: a node refers to the *same* ``TaskInfo`` objects as their jobs
+(Volcano keeps clones). The node remembers the status it accounted each task under, so that a
+status change followed by ``update_task`` undoes the old accounting exactly as Volcano does.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import IntEnum
+from typing import TYPE_CHECKING, Any, Iterable
+
+from lahar.resources import Resource
+
+if TYPE_CHECKING:
+    from lahar.model.queue import Queue
+    from lahar.model.workload import Pod, PodGroup
+
+__all__ = [
+    "TaskStatus",
+    "TaskInfo",
+    "JobInfo",
+    "NodeInfo",
+    "QueueInfo",
+    "FitError",
+    "FitErrors",
+    "StatusCode",
+    "allocated_status",
+    "preemptable_status",
+    "scheduled_status",
+    "completed_status",
+]
+
+
+class TaskStatus(IntEnum):
+    PENDING = 1 << 0
+    ALLOCATED = 1 << 1
+    PIPELINED = 1 << 2
+    BINDING = 1 << 3
+    BOUND = 1 << 4
+    RUNNING = 1 << 5
+    RELEASING = 1 << 6
+    SUCCEEDED = 1 << 7
+    FAILED = 1 << 8
+    UNKNOWN = 1 << 9
+
+    @property
+    def label(self) -> str:
+        return self.name.title()
+
+
+_ALLOCATED = {TaskStatus.BOUND, TaskStatus.BINDING, TaskStatus.RUNNING, TaskStatus.ALLOCATED}
+_PREEMPTABLE = {TaskStatus.BOUND, TaskStatus.RUNNING}
+_SCHEDULED = {TaskStatus.RUNNING, TaskStatus.BOUND, TaskStatus.FAILED, TaskStatus.SUCCEEDED}
+_COMPLETED = {TaskStatus.FAILED, TaskStatus.SUCCEEDED}
+
+
+def allocated_status(status: TaskStatus) -> bool:
+    """Counts toward a queue's or job's allocation: Bound, Binding, Running, Allocated."""
+    return status in _ALLOCATED
+
+
+def preemptable_status(status: TaskStatus) -> bool:
+    return status in _PREEMPTABLE
+
+
+def scheduled_status(status: TaskStatus) -> bool:
+    return status in _SCHEDULED
+
+
+def completed_status(status: TaskStatus) -> bool:
+    return status in _COMPLETED
+
+
+class TaskInfo:
+    """One pod: its request, status, node and the attributes plugins read."""
+
+    __slots__ = (
+        "uid", "name", "namespace", "job", "role", "pod", "resreq", "init_resreq", "node_name",
+        "status", "priority", "preemptable", "best_effort", "preemption_policy", "creation",
+        "nominated_node", "eviction_occurred", "index", "critical", "duration",
+    )  # fmt: skip
+
+    def __init__(
+        self,
+        uid: str,
+        name: str,
+        namespace: str,
+        job: str,
+        resreq: Resource,
+        *,
+        status: TaskStatus = TaskStatus.PENDING,
+        node_name: str = "",
+        priority: int = 1,
+        preemptable: bool = True,
+        role: str = "",
+        preemption_policy: str = "",
+        creation: float = 0.0,
+        nominated_node: str = "",
+        pod: "Pod | None" = None,
+        critical: bool = False,
+        duration: float | None = None,
+    ) -> None:
+        self.uid, self.name, self.namespace, self.job = uid, name, namespace, job
+        self.resreq = resreq
+        self.init_resreq = resreq
+        self.status = status
+        self.node_name = node_name
+        self.priority = priority
+        self.preemptable = preemptable
+        self.role = role
+        self.preemption_policy = preemption_policy
+        self.creation = creation
+        self.nominated_node = nominated_node
+        self.pod = pod
+        self.best_effort = resreq.is_empty()
+        self.eviction_occurred = False
+        self.index = _pod_index(name)
+        self.critical = critical
+        self.duration = duration
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+    def clone(self) -> "TaskInfo":
+        twin = object.__new__(TaskInfo)
+        for slot in TaskInfo.__slots__:
+            setattr(twin, slot, getattr(self, slot))
+        return twin
+
+    def __repr__(self) -> str:
+        return f"Task({self.key}, {self.status.label}, node={self.node_name or '-'})"
+
+
+def _pod_index(name: str) -> int | None:
+    """The replica index in ``<job>-<task>-<index>`` pod names (Volcano's ``GetPodIndexUnderTask``)."""
+    parts = name.split("-")
+    if len(parts) < 3:
+        return None
+    try:
+        return int(parts[-1])
+    except ValueError:
+        return None
+
+
+class StatusCode(IntEnum):
+    SUCCESS = 0
+    ERROR = 1
+    UNSCHEDULABLE = 2
+    UNSCHEDULABLE_AND_UNRESOLVABLE = 3
+    WAIT = 4
+    SKIP = 5
+
+
+@dataclass
+class FitError:
+    """Why one task does not fit one node: a list of (code, reason)."""
+
+    node: str
+    statuses: list[tuple[StatusCode, str]]
+
+    def reasons(self) -> list[str]:
+        return [reason for _, reason in self.statuses if reason]
+
+    def has(self, *codes: StatusCode) -> bool:
+        return any(code in codes for code, _ in self.statuses)
+
+
+class PredicateError(Exception):
+    """Raised by predicate functions; carries the ``FitError``."""
+
+    def __init__(self, fit: FitError) -> None:
+        super().__init__(", ".join(fit.reasons()))
+        self.fit = fit
+
+
+@dataclass
+class FitErrors:
+    """Why a task fits no node: a fit error per node, summarised like Volcano's message."""
+
+    nodes: dict[str, FitError] = field(default_factory=dict)
+    err: str = ""
+
+    def set_node_error(self, node: str, error: FitError) -> None:
+        error.node = node
+        self.nodes[node] = error
+
+    def unresolvable_nodes(self) -> set[str]:
+        return {n for n, fe in self.nodes.items() if fe.has(StatusCode.UNSCHEDULABLE_AND_UNRESOLVABLE)}
+
+    def histogram(self) -> dict[str, int]:
+        counts: dict[str, int] = {}
+        for fit in self.nodes.values():
+            for reason in fit.reasons():
+                counts[reason] = counts.get(reason, 0) + 1
+        return counts
+
+    def message(self) -> str:
+        head = self.err or f"0/{len(self.nodes)} nodes are unavailable"
+        if not self.nodes:
+            return head
+        parts = sorted(f"{count} {reason}" for reason, count in self.histogram().items())
+        return f"{head}: {', '.join(parts)}."
+
+
+class JobInfo:
+    """One podgroup and its tasks, with the counters the gang rules read."""
+
+    def __init__(
+        self,
+        uid: str,
+        name: str,
+        namespace: str,
+        queue: str,
+        *,
+        min_available: int = 0,
+        task_min_available: dict[str, int] | None = None,
+        priority: int = 0,
+        creation: float = 0.0,
+        podgroup: "PodGroup | None" = None,
+        min_resources: Resource | None = None,
+        preemptable: bool = False,
+    ) -> None:
+        self.uid, self.name, self.namespace, self.queue = uid, name, namespace, queue
+        self.min_available = min_available
+        self.task_min_available = dict(task_min_available or {})
+        self.task_min_available_total = sum(self.task_min_available.values())
+        self.priority = priority
+        self.creation = creation
+        self.podgroup = podgroup
+        self.phase: str = (podgroup.status.phase if podgroup is not None else "") or ""
+        self.min_resources = min_resources
+        self.preemptable = preemptable
+        self.tasks: dict[str, TaskInfo] = {}
+        self.status_index: dict[TaskStatus, dict[str, TaskInfo]] = {}
+        self.allocated = Resource()
+        self.total_request = Resource()
+        self.fit_errors: dict[str, FitErrors] = {}
+        self.job_fit_errors = ""
+        self.conditions: list[dict[str, Any]] = []
+        self.reason: dict[str, Any] | None = None  # Lahar: structured why-pending, set at close
+
+    # ----------------------------------------------------------------- membership
+
+    def add_task(self, task: TaskInfo) -> None:
+        self.tasks[task.uid] = task
+        self.status_index.setdefault(task.status, {})[task.uid] = task
+        self.total_request.add(task.resreq)
+        if allocated_status(task.status):
+            self.allocated.add(task.resreq)
+
+    def delete_task(self, task: TaskInfo) -> None:
+        known = self.tasks.pop(task.uid, None)
+        if known is None:
+            return
+        self.total_request.sub(known.resreq)
+        if allocated_status(known.status):
+            self.allocated.sub(known.resreq)
+        bucket = self.status_index.get(known.status)
+        if bucket is not None:
+            bucket.pop(known.uid, None)
+            if not bucket:
+                del self.status_index[known.status]
+
+    def update_task_status(self, task: TaskInfo, status: TaskStatus) -> None:
+        """Re-index ``task`` under ``status`` (Volcano's ``UpdateTaskStatus``)."""
+        old = self.tasks.get(task.uid)
+        if old is not None:
+            self._unindex(old, old.status)
+        task.status = status
+        self.add_task(task)
+
+    def _unindex(self, task: TaskInfo, status: TaskStatus) -> None:
+        del self.tasks[task.uid]
+        self.total_request.sub(task.resreq)
+        if allocated_status(status):
+            self.allocated.sub(task.resreq)
+        bucket = self.status_index.get(status)
+        if bucket is not None:
+            bucket.pop(task.uid, None)
+            if not bucket:
+                del self.status_index[status]
+
+    def tasks_in(self, *statuses: TaskStatus) -> list[TaskInfo]:
+        out: list[TaskInfo] = []
+        for status in statuses:
+            out.extend(self.status_index.get(status, {}).values())
+        return out
+
+    def count(self, status: TaskStatus) -> int:
+        return len(self.status_index.get(status, ()))
+
+    # ----------------------------------------------------------------- gang counters
+
+    def ready_task_num(self) -> int:
+        c = self.count
+        return (
+            c(TaskStatus.BOUND) + c(TaskStatus.BINDING) + c(TaskStatus.RUNNING)
+            + c(TaskStatus.ALLOCATED) + c(TaskStatus.SUCCEEDED)
+        )  # fmt: skip
+
+    def waiting_task_num(self) -> int:
+        return self.count(TaskStatus.PIPELINED)
+
+    def pending_best_effort_task_num(self) -> int:
+        return sum(1 for t in self.status_index.get(TaskStatus.PENDING, {}).values() if t.best_effort)
+
+    def valid_task_num(self) -> int:
+        return sum(
+            len(tasks)
+            for status, tasks in self.status_index.items()
+            if allocated_status(status) or status in (TaskStatus.SUCCEEDED, TaskStatus.PIPELINED, TaskStatus.PENDING)
+        )
+
+    def is_ready(self) -> bool:
+        return self.ready_task_num() + self.pending_best_effort_task_num() >= self.min_available
+
+    def is_pipelined(self) -> bool:
+        return self.waiting_task_num() + self.ready_task_num() + self.pending_best_effort_task_num() >= self.min_available
+
+    def is_starving(self) -> bool:
+        return self.waiting_task_num() + self.ready_task_num() < self.min_available
+
+    def is_pending(self) -> bool:
+        return self.podgroup is None or self.phase in ("Pending", "")
+
+    # ----------------------------------------------------------------- per-role minimums
+
+    def _role_counts(self, include: Iterable[TaskStatus], empty_pending: bool) -> dict[str, int]:
+        wanted = set(include)
+        counts: dict[str, int] = {}
+        for status, tasks in self.status_index.items():
+            for task in tasks.values():
+                counted = status in wanted or (
+                    empty_pending and status is TaskStatus.PENDING and task.init_resreq.is_empty()
+                )
+                if counted:
+                    counts[task.role] = counts.get(task.role, 0) + 1
+        return counts
+
+    def _roles_meet(self, counts: dict[str, int]) -> bool:
+        return all(counts.get(role, 0) >= minimum for role, minimum in self.task_min_available.items() if minimum)
+
+    def check_task_valid(self) -> bool:
+        if self.min_available < self.task_min_available_total:
+            return True
+        valid = {*_ALLOCATED, TaskStatus.SUCCEEDED, TaskStatus.PIPELINED, TaskStatus.PENDING}
+        return self._roles_meet(self._role_counts(valid, False))
+
+    def allocated_roles(self) -> dict[str, int]:
+        return self._role_counts({*_ALLOCATED, TaskStatus.SUCCEEDED}, True)
+
+    def check_task_ready(self) -> bool:
+        if self.min_available < self.task_min_available_total:
+            return True
+        return self._roles_meet(self.allocated_roles())
+
+    def check_task_pipelined(self) -> bool:
+        if self.min_available < self.task_min_available_total:
+            return True
+        return self._roles_meet(self._role_counts({*_ALLOCATED, TaskStatus.SUCCEEDED, TaskStatus.PIPELINED}, True))
+
+    def fit_failed_roles(self) -> set[str]:
+        return {self.tasks[uid].role for uid in self.fit_errors if uid in self.tasks}
+
+    def task_has_fit_errors(self, task: TaskInfo) -> bool:
+        return bool(task.role) and task.role in self.fit_failed_roles()
+
+    def need_continue_allocating(self) -> bool:
+        """After a task found no node: may allocate keep trying this job's other tasks?"""
+        if self.min_available == len(self.tasks):
+            return False
+        failed = self.fit_failed_roles()
+        if self.min_available < self.task_min_available_total:
+            pending: dict[str, int] = {}
+            for task in self.status_index.get(TaskStatus.PENDING, {}).values():
+                pending[task.role] = pending.get(task.role, 0) + 1
+            left = sum(count for role, count in pending.items() if role not in failed)
+            return self.ready_task_num() + left >= self.min_available
+        allocated = self.allocated_roles()
+        return all(
+            allocated.get(role, 0) >= self.task_min_available.get(role, 0)
+            for role in failed
+            if self.task_min_available.get(role, 0)
+        )
+
+    # ----------------------------------------------------------------- resources
+
+    def get_min_resources(self) -> Resource:
+        return self.min_resources.clone() if self.min_resources is not None else Resource()
+
+    def get_elastic_resources(self) -> Resource:
+        from lahar.resources import exceeded_part
+
+        return exceeded_part(self.allocated, self.get_min_resources())
+
+    def clone(self) -> "JobInfo":
+        twin = JobInfo.__new__(JobInfo)
+        twin.__dict__.update(self.__dict__)
+        twin.task_min_available = dict(self.task_min_available)
+        twin.tasks, twin.status_index = {}, {}
+        twin.allocated, twin.total_request = Resource(), Resource()
+        twin.fit_errors, twin.conditions = {}, [dict(c) for c in self.conditions]
+        for task in self.tasks.values():
+            twin.add_task(task.clone())
+        return twin
+
+    def __repr__(self) -> str:
+        return f"Job({self.uid}, queue={self.queue}, phase={self.phase}, min={self.min_available})"
+
+
+class NodeInfo:
+    """One node's allocatable, idle, used, releasing and pipelined resources and its tasks."""
+
+    def __init__(
+        self,
+        name: str,
+        allocatable: Resource,
+        *,
+        capacity: Resource | None = None,
+        labels: dict[str, str] | None = None,
+        unschedulable: bool = False,
+        taints: list[dict] | None = None,
+        ready: bool = True,
+    ) -> None:
+        self.name = name
+        self.allocatable = allocatable
+        self.capacity = capacity if capacity is not None else allocatable.clone()
+        self.idle = allocatable.clone()
+        self.used = Resource()
+        self.releasing = Resource()
+        self.pipelined = Resource()
+        self.labels = dict(labels or {})
+        self.unschedulable = unschedulable
+        self.taints = list(taints or [])
+        self.ready = ready
+        self.max_task_num = allocatable.max_task_num
+        self.tasks: dict[str, TaskInfo] = {}
+        self._accounted: dict[str, TaskStatus] = {}
+
+    def future_idle(self) -> Resource:
+        """Idle + Releasing - Pipelined: what will be free once evictions finish."""
+        return self.idle.clone().add(self.releasing).sub(self.pipelined)
+
+    def add_task(self, task: TaskInfo) -> None:
+        key = task.key
+        if key in self.tasks:
+            raise ValueError(f"task <{key}> already on node <{self.name}>")
+        status = task.status
+        if status is TaskStatus.RELEASING:
+            self.idle.sub(task.resreq)
+            self.releasing.add(task.resreq)
+            self.used.add(task.resreq)
+        elif status is TaskStatus.PIPELINED:
+            self.pipelined.add(task.resreq)
+        else:
+            self.idle.sub(task.resreq)
+            self.used.add(task.resreq)
+        task.node_name = self.name
+        self.tasks[key] = task
+        self._accounted[key] = status
+
+    def remove_task(self, task: TaskInfo) -> None:
+        key = task.key
+        status = self._accounted.pop(key, None)
+        if status is None:
+            return
+        if status is TaskStatus.RELEASING:
+            self.releasing.sub(task.resreq)
+            self.idle.add(task.resreq)
+            self.used.sub(task.resreq)
+        elif status is TaskStatus.PIPELINED:
+            self.pipelined.sub(task.resreq)
+        else:
+            self.idle.add(task.resreq)
+            self.used.sub(task.resreq)
+        del self.tasks[key]
+
+    def update_task(self, task: TaskInfo) -> None:
+        self.remove_task(task)
+        self.add_task(task)
+
+    def pod_count(self) -> int:
+        return len(self.tasks)
+
+    def clone_empty(self) -> "NodeInfo":
+        """The same node with none of its tasks (a session re-adds its own clones)."""
+        return NodeInfo(
+            self.name,
+            self.allocatable,
+            capacity=self.capacity,
+            labels=self.labels,
+            unschedulable=self.unschedulable,
+            taints=self.taints,
+            ready=self.ready,
+        )
+
+    def __repr__(self) -> str:
+        return f"Node({self.name}, idle=<{self.idle}>)"
+
+
+class QueueInfo:
+    """One queue as the scheduler reads it."""
+
+    def __init__(self, queue: "Queue", creation: float = 0.0) -> None:
+        self.uid = self.name = queue.name
+        self.queue = queue
+        self.weight = queue.spec.weight
+        self.priority = queue.spec.priority or 0
+        self.parent = queue.parent_name
+        self.creation = creation
+        self.state = queue.state
+
+    def reclaimable(self) -> bool:
+        return self.queue.reclaimable
+
+    def is_open(self) -> bool:
+        return self.state == "Open"
+
+    def __repr__(self) -> str:
+        return f"Queue({self.name}, {self.state})"

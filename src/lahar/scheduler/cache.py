@@ -1,0 +1,247 @@
+"""The scheduler's view of the cluster, built from API objects, and the per-cycle snapshot.
+
+``ClusterState.from_objects`` reads Nodes, Queues, PodGroups, Pods and PriorityClasses the way
+Volcano's scheduler cache does (reference section 3): a job is a podgroup with its pods; a job
+whose queue does not exist is left out; only Ready nodes count; a pod's status comes from its
+phase, node and deletion mark. ``snapshot()`` gives a session its own copies.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Iterable
+
+from lahar.duration import DurationError, parse_duration
+from lahar.model.base import LAHAR_DURATION, PREEMPTABLE, ApiObject
+from lahar.model.cluster import Node, PriorityClass
+from lahar.model.job import TASK_SPEC
+from lahar.model.queue import Queue
+from lahar.model.workload import Pod, PodGroup
+from lahar.resources import PODS, Resource
+from lahar.scheduler.api import JobInfo, NodeInfo, QueueInfo, TaskInfo, TaskStatus
+
+__all__ = ["ClusterState", "task_from_pod", "job_from_podgroup", "node_from_object", "parse_time"]
+
+_CRITICAL_CLASSES = ("system-cluster-critical", "system-node-critical")
+
+
+def parse_time(text: str | None) -> float:
+    """RFC 3339 to seconds since the epoch; missing means the zero time (0.0)."""
+    if not text:
+        return 0.0
+    try:
+        return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return 0.0
+
+
+def _bool_annotation(obj: ApiObject, key: str, default: bool) -> bool:
+    """Go's ``strconv.ParseBool`` on an annotation (else a label); unparsable means false."""
+    value = obj.metadata.annotations.get(key, obj.metadata.labels.get(key))
+    if value is None:
+        return default
+    if value in ("1", "t", "T", "TRUE", "true", "True"):
+        return True
+    return False
+
+
+def task_status(pod: Pod) -> TaskStatus:
+    """Volcano's ``getTaskStatus``."""
+    deleted = pod.metadata.deletion_timestamp is not None
+    phase = pod.phase
+    if phase == "Running":
+        return TaskStatus.RELEASING if deleted else TaskStatus.RUNNING
+    if phase == "Pending":
+        if deleted:
+            return TaskStatus.RELEASING
+        return TaskStatus.BOUND if pod.spec.node_name else TaskStatus.PENDING
+    return {"Succeeded": TaskStatus.SUCCEEDED, "Failed": TaskStatus.FAILED}.get(phase, TaskStatus.UNKNOWN)
+
+
+def task_from_pod(pod: Pod, job_uid: str, classes: dict[str, PriorityClass]) -> TaskInfo:
+    requests = pod.requests()
+    resreq = Resource.from_list({k: v for k, v in requests.items() if k != PODS})
+    resreq.add_scalar(PODS, 1)
+    klass = classes.get(pod.spec.priority_class_name or "")
+    policy = pod.spec.preemption_policy or (klass.preemption_policy if klass else None) or ""
+    duration = None
+    if LAHAR_DURATION in pod.metadata.annotations:
+        try:
+            duration = parse_duration(pod.metadata.annotations[LAHAR_DURATION])
+        except DurationError:
+            duration = None
+    return TaskInfo(
+        uid=pod.metadata.uid or f"{pod.metadata.namespace}-{pod.name}",
+        name=pod.name,
+        namespace=pod.metadata.namespace or "default",
+        job=job_uid,
+        resreq=resreq,
+        status=task_status(pod),
+        node_name=pod.spec.node_name or "",
+        priority=pod.spec.priority if pod.spec.priority is not None else 1,
+        preemptable=_bool_annotation(pod, PREEMPTABLE, True),
+        role=pod.metadata.annotations.get(TASK_SPEC) or pod.metadata.labels.get(TASK_SPEC, ""),
+        preemption_policy=policy,
+        creation=parse_time(pod.metadata.creation_timestamp),
+        nominated_node=pod.status.nominated_node_name or "",
+        pod=pod,
+        critical=(pod.spec.priority_class_name in _CRITICAL_CLASSES) or pod.metadata.namespace == "kube-system",
+        duration=duration,
+    )
+
+
+def job_from_podgroup(group: PodGroup, classes: dict[str, PriorityClass]) -> JobInfo:
+    klass = classes.get(group.spec.priority_class_name or "")
+    if klass is None:
+        default = [c for c in classes.values() if c.global_default]
+        priority = default[0].value if default else 0
+    else:
+        priority = klass.value
+    min_resources = Resource.from_list(group.spec.min_resources) if group.spec.min_resources is not None else None
+    return JobInfo(
+        uid=group.key,
+        name=group.name,
+        namespace=group.metadata.namespace or "default",
+        queue=group.queue,
+        min_available=group.spec.min_member,
+        task_min_available=group.spec.min_task_member,
+        priority=priority,
+        creation=parse_time(group.metadata.creation_timestamp),
+        podgroup=group,
+        min_resources=min_resources,
+        preemptable=_bool_annotation(group, PREEMPTABLE, False),
+    )
+
+
+def node_from_object(node: Node) -> NodeInfo:
+    allocatable = Resource.from_list(node.allocatable)
+    capacity = Resource.from_list(node.status.capacity) if node.status.capacity else None
+    return NodeInfo(
+        node.name,
+        allocatable,
+        capacity=capacity,
+        labels=node.metadata.labels,
+        unschedulable=bool(node.spec.unschedulable),
+        taints=node.spec.taints,
+        ready=node.status.ready(),
+    )
+
+
+@dataclass
+class ClusterState:
+    """Jobs, nodes (with their tasks) and queues as the scheduler reads them, kept up to date by
+    ``upsert`` / ``remove`` of API objects (Volcano's scheduler cache, fed by watch events)."""
+
+    jobs: dict[str, JobInfo] = field(default_factory=dict)
+    nodes: dict[str, NodeInfo] = field(default_factory=dict)
+    queues: dict[str, QueueInfo] = field(default_factory=dict)
+    priority_classes: dict[str, PriorityClass] = field(default_factory=dict)
+    tasks: dict[str, TaskInfo] = field(default_factory=dict)
+    orphans: dict[str, Pod] = field(default_factory=dict)
+
+    @classmethod
+    def from_objects(cls, objects: Iterable[ApiObject]) -> "ClusterState":
+        objects = list(objects)
+        state = cls()
+        order = (PriorityClass, Queue, Node, PodGroup, Pod)
+        for kind in order:
+            batch = [o for o in objects if isinstance(o, kind)]
+            if kind is PodGroup:
+                batch.sort(key=lambda g: g.key)
+            for obj in batch:
+                state.upsert(obj)
+        return state
+
+    def upsert(self, obj: ApiObject) -> None:
+        """Add or replace one object (other kinds are ignored)."""
+        if isinstance(obj, Pod):
+            self._upsert_pod(obj)
+        elif isinstance(obj, PodGroup):
+            self._upsert_podgroup(obj)
+        elif isinstance(obj, Queue):
+            self.queues[obj.name] = QueueInfo(obj, parse_time(obj.metadata.creation_timestamp))
+        elif isinstance(obj, Node):
+            self._upsert_node(obj)
+        elif isinstance(obj, PriorityClass):
+            self.priority_classes[obj.name] = obj
+
+    def remove(self, obj: ApiObject) -> None:
+        if isinstance(obj, Pod):
+            self._remove_task(obj.key)
+            self.orphans.pop(obj.key, None)
+        elif isinstance(obj, PodGroup):
+            job = self.jobs.pop(obj.key, None)
+            for task in list(job.tasks.values()) if job else []:
+                self._remove_task(task.key)
+                if task.pod is not None:
+                    self.orphans[task.key] = task.pod
+        elif isinstance(obj, Queue):
+            self.queues.pop(obj.name, None)
+        elif isinstance(obj, Node):
+            self.nodes.pop(obj.name, None)
+        elif isinstance(obj, PriorityClass):
+            self.priority_classes.pop(obj.name, None)
+
+    def _upsert_pod(self, pod: Pod) -> None:
+        self._remove_task(pod.key)
+        group = pod.group_name
+        job = self.jobs.get(f"{pod.metadata.namespace}/{group}") if group else None
+        if job is None:
+            self.orphans[pod.key] = pod
+            return
+        self.orphans.pop(pod.key, None)
+        task = task_from_pod(pod, job.uid, self.priority_classes)
+        job.add_task(task)
+        self.tasks[task.key] = task
+        node = self.nodes.get(task.node_name) if task.node_name else None
+        if node is not None and task.status not in _TERMINAL:
+            node.add_task(task)
+
+    def _remove_task(self, key: str) -> None:
+        task = self.tasks.pop(key, None)
+        if task is None:
+            return
+        job = self.jobs.get(task.job)
+        if job is not None:
+            job.delete_task(task)
+        node = self.nodes.get(task.node_name) if task.node_name else None
+        if node is not None:
+            node.remove_task(task)
+
+    def _upsert_podgroup(self, group: PodGroup) -> None:
+        fresh = job_from_podgroup(group, self.priority_classes)
+        old = self.jobs.get(group.key)
+        if old is not None:
+            for task in old.tasks.values():
+                fresh.add_task(task)
+        self.jobs[group.key] = fresh
+        waiting = [p for p in self.orphans.values() if p.metadata.namespace == group.metadata.namespace and p.group_name == group.name]
+        for pod in waiting:
+            self._upsert_pod(pod)
+
+    def _upsert_node(self, node: Node) -> None:
+        fresh = node_from_object(node)
+        old = self.nodes.get(node.name)
+        self.nodes[node.name] = fresh
+        tasks = list(old.tasks.values()) if old else [t for t in self.tasks.values() if t.node_name == node.name]
+        for task in tasks:
+            if task.status not in _TERMINAL:
+                fresh.add_task(task)
+
+    def snapshot(self) -> tuple[dict[str, JobInfo], dict[str, NodeInfo], list[NodeInfo], dict[str, QueueInfo]]:
+        """Session copies: jobs of existing queues, Ready nodes holding the copied tasks."""
+        jobs = {uid: job.clone() for uid, job in sorted(self.jobs.items()) if job.queue in self.queues}
+        by_uid = {t.uid: t for job in jobs.values() for t in job.tasks.values()}
+        nodes: dict[str, NodeInfo] = {}
+        for name, node in self.nodes.items():
+            if not node.ready:
+                continue
+            twin = node.clone_empty()
+            for task in node.tasks.values():
+                twin.add_task(by_uid.get(task.uid) or task.clone())
+            nodes[name] = twin
+        return jobs, nodes, list(nodes.values()), dict(self.queues)
+
+
+_TERMINAL = (TaskStatus.SUCCEEDED, TaskStatus.FAILED)

@@ -1,0 +1,1 @@
+"""The scheduling framework: configuration, session, statement and the session lifecycle."""

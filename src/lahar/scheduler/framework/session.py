@@ -1,0 +1,388 @@
+"""The session: one scheduling cycle's working copy of the cluster, and the plugins' votes.
+
+A session is opened on a snapshot (jobs, nodes, queues), builds each configured plugin in tier
+order and lets it register named callbacks (``ssn.add("queue_order", name, fn)``). Actions ask
+the session, and the session combines the plugins' answers exactly as Volcano's
+``session_plugins.go`` does (reference section 4.0): first non-zero comparator in tier order,
+AND / OR over booleans, tier-scoped victim intersection, Permit / Abstain / Reject votes.
+
+Only decisions leave a session: committed binds and evictions, pipelined placements, podgroup
+phases and conditions, queue allocations and, for Lahar, each waiting job's reason.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable
+
+from lahar.resources import Resource
+from lahar.scheduler.api import FitError, JobInfo, NodeInfo, PredicateError, QueueInfo, StatusCode, TaskInfo, TaskStatus
+from lahar.scheduler.framework.config import Arguments, PluginOption, SchedulerConf, Tier
+from lahar.scheduler.pqueue import PriorityQueue
+
+__all__ = ["Session", "Decision", "EventHandler", "PERMIT", "ABSTAIN", "REJECT"]
+
+PERMIT, ABSTAIN, REJECT = 1, 0, -1
+
+# callback kind -> the plugin flag that enables it (None: always consulted)
+CALLBACK_FLAGS: dict[str, str | None] = {
+    "job_order": "job_order",
+    "queue_order": "queue_order",
+    "victim_queue_order": None,
+    "task_order": "task_order",
+    "preemptable": "preemptable",
+    "reclaimable": "reclaimable",
+    "overused": "overused",
+    "allocatable": "allocatable",
+    "preemptive": "preemptive",
+    "job_ready": "job_ready",
+    "job_pipelined": "job_pipelined",
+    "job_valid": None,
+    "job_enqueueable": "job_enqueued",
+    "job_enqueued": "job_enqueued",
+    "job_starving": "job_starving",
+    "predicate": "predicate",
+    "pre_predicate": "predicate",
+    "node_order": "node_order",
+    "batch_node_order": "node_order",
+    "best_node": "best_node",
+    "deserved": None,
+}
+
+
+@dataclass
+class Decision:
+    """One effect of a cycle: ``bind``, ``pipeline`` or ``evict`` of a task."""
+
+    type: str
+    task: str
+    node: str | None = None
+    reason: str | None = None
+    queue: str | None = None
+    job: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"type": self.type, "task": self.task}
+        if self.node is not None:
+            out["node"] = self.node
+        if self.reason is not None:
+            out["reason"] = self.reason
+        return out
+
+
+@dataclass
+class EventHandler:
+    allocate: Callable[[TaskInfo], None] | None = None
+    deallocate: Callable[[TaskInfo], None] | None = None
+
+
+@dataclass
+class Session:
+    uid: str
+    jobs: dict[str, JobInfo]
+    nodes: dict[str, NodeInfo]
+    queues: dict[str, QueueInfo]
+    conf: SchedulerConf
+    now: float = 0.0
+    node_list: list[NodeInfo] = field(default_factory=list)
+    total_resource: Resource = field(default_factory=Resource)
+    priority_classes: dict[str, tuple[int, str]] = field(default_factory=dict)
+    decisions: list[Decision] = field(default_factory=list)
+    events: list[dict[str, Any]] = field(default_factory=list)
+    plugins: dict[str, Any] = field(default_factory=dict)
+    event_handlers: list[EventHandler] = field(default_factory=list)
+    fns: dict[str, dict[str, Callable]] = field(default_factory=dict)
+    enqueue_enabled: bool = False
+    # Lahar: why each queue or job could not get more this cycle, filled by actions and plugins
+    notes: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    queue_attrs: dict[str, Any] = field(default_factory=dict)
+
+    # ----------------------------------------------------------------- registration
+
+    @property
+    def tiers(self) -> list[Tier]:
+        return self.conf.tiers
+
+    def add(self, kind: str, plugin: str, fn: Callable) -> None:
+        self.fns.setdefault(kind, {})[plugin] = fn
+
+    def add_event_handler(self, handler: EventHandler) -> None:
+        self.event_handlers.append(handler)
+
+    def action_arguments(self, action: str) -> Arguments:
+        return self.conf.action_arguments(action)
+
+    def _enabled(self, kind: str) -> Iterable[tuple[Tier, PluginOption, Callable]]:
+        flag = CALLBACK_FLAGS[kind]
+        registry = self.fns.get(kind, {})
+        for tier in self.tiers:
+            for option in tier.plugins:
+                if flag is not None and not option.enabled(flag):
+                    continue
+                fn = registry.get(option.name)
+                if fn is not None:
+                    yield tier, option, fn
+
+    def note(self, key: str, **entry: Any) -> None:
+        """Record a reason why ``key`` (a job uid or ``queue/<name>``) did not progress."""
+        self.notes.setdefault(key, []).append(entry)
+
+    # ----------------------------------------------------------------- ordering
+
+    def _first_nonzero(self, kind: str, *args: Any) -> int:
+        for _, _, fn in self._enabled(kind):
+            result = fn(*args)
+            if result != 0:
+                return result
+        return 0
+
+    def job_order_compare(self, left: JobInfo, right: JobInfo) -> int:
+        return self._first_nonzero("job_order", left, right)
+
+    def job_order_fn(self, left: JobInfo, right: JobInfo) -> bool:
+        result = self.job_order_compare(left, right)
+        if result != 0:
+            return result < 0
+        if left.creation == right.creation:
+            return left.uid < right.uid
+        return left.creation < right.creation
+
+    def queue_order_fn(self, left: QueueInfo, right: QueueInfo) -> bool:
+        result = self._first_nonzero("queue_order", left, right)
+        if result != 0:
+            return result < 0
+        if left.creation == right.creation:
+            return left.uid < right.uid
+        return left.creation < right.creation
+
+    def victim_queue_order_fn(self, left: QueueInfo, right: QueueInfo, preemptor: QueueInfo) -> bool:
+        result = self._first_nonzero("victim_queue_order", left, right, preemptor)
+        if result != 0:
+            return result < 0
+        return not self.queue_order_fn(left, right)
+
+    def task_order_fn(self, left: TaskInfo, right: TaskInfo) -> bool:
+        result = self._first_nonzero("task_order", left, right)
+        if result != 0:
+            return result < 0
+        return compare_task(left, right)
+
+    # ----------------------------------------------------------------- queue gates
+
+    def overused(self, queue: QueueInfo) -> bool:
+        return any(fn(queue) for _, _, fn in self._enabled("overused"))
+
+    def allocatable(self, queue: QueueInfo, task: TaskInfo) -> bool:
+        return all(fn(queue, task) for _, _, fn in self._enabled("allocatable"))
+
+    def preemptive(self, queue: QueueInfo, tasks: list[TaskInfo]) -> bool:
+        return all(fn(queue, tasks) for _, _, fn in self._enabled("preemptive"))
+
+    # ----------------------------------------------------------------- job predicates
+
+    def job_ready(self, job: JobInfo) -> bool:
+        return all(fn(job) for _, _, fn in self._enabled("job_ready"))
+
+    def job_valid(self, job: JobInfo) -> tuple[bool, str]:
+        for _, _, fn in self._enabled("job_valid"):
+            ok, message = fn(job)
+            if not ok:
+                return False, message
+        return True, ""
+
+    def _votes(self, kind: str, job: JobInfo) -> bool:
+        current_tier: Tier | None = None
+        permitted = False
+        for tier, _, fn in self._enabled(kind):
+            if tier is not current_tier:
+                if permitted:
+                    return True
+                current_tier = tier
+            vote = fn(job)
+            if vote < 0:
+                return False
+            if vote > 0:
+                permitted = True
+        return True
+
+    def job_pipelined(self, job: JobInfo) -> bool:
+        return self._votes("job_pipelined", job)
+
+    def job_enqueueable(self, job: JobInfo) -> bool:
+        return self._votes("job_enqueueable", job)
+
+    def job_enqueued(self, job: JobInfo) -> None:
+        for _, _, fn in self._enabled("job_enqueued"):
+            fn(job)
+
+    def job_starving(self, job: JobInfo) -> bool:
+        found_tier: Tier | None = None
+        for tier, _, fn in self._enabled("job_starving"):
+            if found_tier is not None and tier is not found_tier:
+                return True
+            found_tier = tier
+            if not fn(job):
+                return False
+        return found_tier is not None
+
+    # ----------------------------------------------------------------- victims
+
+    def _victims(self, kind: str, actor: TaskInfo, candidates: list[TaskInfo]) -> list[TaskInfo] | None:
+        for tier in self.tiers:
+            victims: list[TaskInfo] | None = None
+            for option in tier.plugins:
+                if not option.enabled(CALLBACK_FLAGS[kind]):  # type: ignore[arg-type]
+                    continue
+                fn = self.fns.get(kind, {}).get(option.name)
+                if fn is None:
+                    continue
+                chosen, vote = fn(actor, candidates)
+                if vote == ABSTAIN:
+                    continue
+                if not chosen:
+                    victims = None
+                    break
+                if victims is None:
+                    victims = list(chosen)
+                else:
+                    keep = {c.uid for c in chosen}
+                    victims = [v for v in victims if v.uid in keep]
+            if victims is not None:
+                return victims
+        return None
+
+    def reclaimable(self, reclaimer: TaskInfo, reclaimees: list[TaskInfo]) -> list[TaskInfo] | None:
+        return self._victims("reclaimable", reclaimer, reclaimees)
+
+    def preemptable(self, preemptor: TaskInfo, preemptees: list[TaskInfo]) -> list[TaskInfo] | None:
+        return self._victims("preemptable", preemptor, preemptees)
+
+    def build_victims_queue(self, victims: Iterable[TaskInfo], preemptor: TaskInfo) -> PriorityQueue[TaskInfo]:
+        """Victims in eviction order: the least important first (Volcano's BuildVictimsPriorityQueue)."""
+
+        def job_then_task(lj: JobInfo, rj: JobInfo, left: TaskInfo, right: TaskInfo) -> bool:
+            cmp = self.job_order_compare(lj, rj)
+            if cmp != 0:
+                return cmp > 0
+            return not self.task_order_fn(left, right)
+
+        def less(left: TaskInfo, right: TaskInfo) -> bool:
+            if left.job == right.job:
+                return not self.task_order_fn(left, right)
+            lj, rj = self.jobs.get(left.job), self.jobs.get(right.job)
+            pj = self.jobs.get(preemptor.job)
+            if lj is None or rj is None:
+                if lj is None and rj is None:
+                    return not self.task_order_fn(left, right)
+                return lj is None
+            if pj is None or lj.queue == rj.queue:
+                return job_then_task(lj, rj, left, right)
+            return self.victim_queue_order_fn(self.queues[lj.queue], self.queues[rj.queue], self.queues[pj.queue])
+
+        return PriorityQueue(less, victims)
+
+    # ----------------------------------------------------------------- nodes
+
+    def pre_predicate(self, task: TaskInfo) -> str | None:
+        for _, _, fn in self._enabled("pre_predicate"):
+            error = fn(task)
+            if error:
+                return error
+        return None
+
+    def predicate(self, task: TaskInfo, node: NodeInfo) -> FitError | None:
+        for _, _, fn in self._enabled("predicate"):
+            try:
+                fn(task, node)
+            except PredicateError as exc:
+                return exc.fit
+        return None
+
+    def predicate_for_allocate(self, task: TaskInfo, node: NodeInfo) -> FitError | None:
+        fit = self.predicate(task, node)
+        if fit is None:
+            return None
+        codes = (StatusCode.UNSCHEDULABLE, StatusCode.UNSCHEDULABLE_AND_UNRESOLVABLE, StatusCode.ERROR, StatusCode.SKIP, StatusCode.WAIT)
+        return fit if fit.has(*codes) else None
+
+    def predicate_for_preempt(self, task: TaskInfo, node: NodeInfo) -> FitError | None:
+        fit = self.predicate(task, node)
+        if fit is None:
+            return None
+        codes = (StatusCode.UNSCHEDULABLE_AND_UNRESOLVABLE, StatusCode.ERROR, StatusCode.SKIP, StatusCode.WAIT)
+        return fit if fit.has(*codes) else None
+
+    def node_scores(self, task: TaskInfo, nodes: list[NodeInfo]) -> dict[str, float]:
+        """Sum of every enabled node-order and batch-node-order score, per node name."""
+        scores = {node.name: 0.0 for node in nodes}
+        for _, _, fn in self._enabled("batch_node_order"):
+            for name, score in fn(task, nodes).items():
+                scores[name] += score
+        order_fns = [fn for _, _, fn in self._enabled("node_order")]
+        if order_fns:
+            for node in nodes:
+                scores[node.name] += sum(fn(task, node) for fn in order_fns)
+        return scores
+
+    def best_node(self, task: TaskInfo, nodes: list[NodeInfo]) -> NodeInfo | None:
+        """The highest-scoring node; ties go to the earliest in node-list order (Volcano picks at random)."""
+        if len(nodes) == 1:
+            return nodes[0]
+        scores = self.node_scores(task, nodes)
+        best = nodes[0]
+        for node in nodes[1:]:
+            if scores[node.name] > scores[best.name]:
+                best = node
+        return best
+
+    def filter_unresolvable(self, task: TaskInfo) -> list[NodeInfo]:
+        """All nodes except those where this task is UnschedulableAndUnresolvable (from allocate)."""
+        job = self.jobs.get(task.job)
+        errors = job.fit_errors.get(task.uid) if job else None
+        if errors is None:
+            return self.node_list
+        skip = errors.unresolvable_nodes()
+        return [n for n in self.node_list if n.name not in skip] if skip else self.node_list
+
+    # ----------------------------------------------------------------- events
+
+    def fire_allocate(self, task: TaskInfo) -> None:
+        for handler in self.event_handlers:
+            if handler.allocate is not None:
+                handler.allocate(task)
+
+    def fire_deallocate(self, task: TaskInfo) -> None:
+        for handler in self.event_handlers:
+            if handler.deallocate is not None:
+                handler.deallocate(task)
+
+    def record(self, decision: Decision) -> None:
+        self.decisions.append(decision)
+
+    def dispatch(self, task: TaskInfo) -> None:
+        """Bind an allocated task: it becomes Binding and a ``bind`` decision is recorded."""
+        job = self.jobs.get(task.job)
+        if job is not None:
+            job.update_task_status(task, TaskStatus.BINDING)
+        self.record(Decision("bind", task.key, task.node_name, None, job.queue if job else None, task.job))
+
+    def queue_deserved(self, queue: QueueInfo) -> Resource | None:
+        """The queue's deserved share from the first plugin that computes one (proportion, capacity)."""
+        for _, _, fn in self._enabled("deserved"):
+            deserved = fn(queue)
+            if deserved is not None:
+                return deserved
+        return None
+
+    def suspended(self, queue: QueueInfo) -> bool:
+        """Lahar: a Suspended queue's jobs get nothing new from any action."""
+        return queue.state == "Suspended"
+
+
+def compare_task(left: TaskInfo, right: TaskInfo) -> bool:
+    """Volcano's fallback task order: replica index, then creation time, then uid."""
+    if left.index is None or right.index is None or left.index == right.index:
+        if left.creation == right.creation:
+            return left.uid < right.uid
+        return left.creation < right.creation
+    return left.index < right.index

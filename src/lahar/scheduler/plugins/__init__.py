@@ -1,0 +1,23 @@
+"""Scheduler plugins, one module each, registered by name."""
+
+from lahar.scheduler.plugins.base import Plugin
+from lahar.scheduler.plugins.binpack import BinpackPlugin
+from lahar.scheduler.plugins.capacity import CapacityPlugin
+from lahar.scheduler.plugins.conformance import ConformancePlugin
+from lahar.scheduler.plugins.drf import DrfPlugin
+from lahar.scheduler.plugins.gang import GangPlugin
+from lahar.scheduler.plugins.nodeorder import NodeOrderPlugin
+from lahar.scheduler.plugins.overcommit import OvercommitPlugin
+from lahar.scheduler.plugins.predicates import PredicatesPlugin
+from lahar.scheduler.plugins.priority import PriorityPlugin
+from lahar.scheduler.plugins.proportion import ProportionPlugin
+
+PLUGINS: dict[str, type[Plugin]] = {
+    cls.name: cls
+    for cls in (
+        PriorityPlugin, GangPlugin, ConformancePlugin, ProportionPlugin, CapacityPlugin,
+        OvercommitPlugin, DrfPlugin, PredicatesPlugin, NodeOrderPlugin, BinpackPlugin,
+    )
+}  # fmt: skip
+
+__all__ = ["PLUGINS", "Plugin"]

@@ -1,0 +1,24 @@
+"""What every plugin is: a name, its arguments, and two hooks around a session."""
+
+from __future__ import annotations
+
+from lahar.scheduler.framework.config import Arguments
+from lahar.scheduler.framework.session import Session
+
+__all__ = ["Plugin"]
+
+
+class Plugin:
+    """Plugins register callbacks in ``on_session_open``; registering has no other effect."""
+
+    name = ""
+
+    def __init__(self, arguments: Arguments | None = None, enabled_hierarchy: bool = False) -> None:
+        self.arguments = arguments if arguments is not None else Arguments()
+        self.enabled_hierarchy = enabled_hierarchy
+
+    def on_session_open(self, ssn: Session) -> None:
+        raise NotImplementedError
+
+    def on_session_close(self, ssn: Session) -> None:
+        return None

@@ -1,0 +1,74 @@
+"""drf: dominant resource fairness between jobs (reference 4.7, without hierarchy).
+
+A job's share is its largest fraction of any cluster resource. Jobs with a smaller share go
+first; a task may preempt another job's task when, after the move, the preemptor's share is
+still no larger than the victim's.
+"""
+
+from __future__ import annotations
+
+from lahar.resources import Resource, share
+from lahar.scheduler.api import TaskInfo, allocated_status
+from lahar.scheduler.framework.session import EventHandler, PERMIT, Session
+from lahar.scheduler.plugins.base import Plugin
+
+SHARE_DELTA = 0.000001
+
+
+class DrfPlugin(Plugin):
+    name = "drf"
+
+    def on_session_open(self, ssn: Session) -> None:
+        self.total = ssn.total_resource.clone()
+        self.allocated: dict[str, Resource] = {}
+        self.shares: dict[str, float] = {}
+        for job in ssn.jobs.values():
+            allocated = Resource()
+            for status, tasks in job.status_index.items():
+                if allocated_status(status):
+                    for task in tasks.values():
+                        allocated.add(task.resreq)
+            self.allocated[job.uid] = allocated
+            self.shares[job.uid] = self._share(allocated)
+        ssn.add("preemptable", self.name, self._preemptable)
+        ssn.add("job_order", self.name, self._job_order)
+        ssn.add_event_handler(EventHandler(self._event(ssn, 1), self._event(ssn, -1)))
+
+    def _share(self, allocated: Resource) -> float:
+        return max([0.0] + [share(allocated.get(n), self.total.get(n)) for n in self.total.resource_names()])
+
+    def _job_order(self, left, right) -> int:
+        ls, rs = self.shares.get(left.uid, 0.0), self.shares.get(right.uid, 0.0)
+        if ls == rs:
+            return 0
+        return -1 if ls < rs else 1
+
+    def _preemptable(self, preemptor: TaskInfo, preemptees: list[TaskInfo]):
+        mine = self.allocated.get(preemptor.job)
+        if mine is None:
+            return [], PERMIT
+        left_share = self._share(mine.clone().add(preemptor.resreq))
+        allocations: dict[str, Resource] = {}
+        victims = []
+        for task in preemptees:
+            if task.job not in allocations:
+                if task.job not in self.allocated:
+                    continue
+                allocations[task.job] = self.allocated[task.job].clone()
+            right_share = self._share(allocations[task.job].sub(task.resreq))
+            if left_share < right_share or abs(left_share - right_share) <= SHARE_DELTA:
+                victims.append(task)
+        return victims, PERMIT
+
+    def _event(self, ssn: Session, sign: int):
+        def handler(task: TaskInfo) -> None:
+            allocated = self.allocated.get(task.job)
+            if allocated is None:
+                return
+            if sign > 0:
+                allocated.add(task.resreq)
+            else:
+                allocated.sub(task.resreq)
+            self.shares[task.job] = self._share(allocated)
+
+        return handler

@@ -1,0 +1,103 @@
+"""gang: a job runs only when ``minAvailable`` of its tasks can run together (reference 4.4).
+
+Registers job validity, readiness and pipelining, starving, a job order that puts jobs not yet
+ready first, and a victim filter that never takes a running job below its ``minAvailable``. At
+session close every job that is not ready gets an ``Unschedulable`` condition saying why.
+"""
+
+from __future__ import annotations
+
+from lahar.scheduler.api import JobInfo, TaskInfo, TaskStatus
+from lahar.scheduler.framework.session import PERMIT, REJECT, Session
+from lahar.scheduler.plugins.base import Plugin
+
+UNSCHEDULABLE = "Unschedulable"
+SCHEDULED = "Scheduled"
+
+
+class GangPlugin(Plugin):
+    name = "gang"
+
+    def on_session_open(self, ssn: Session) -> None:
+        ssn.add("job_valid", self.name, _valid)
+
+        def victims(actor: TaskInfo, candidates: list[TaskInfo]):
+            occupied: dict[str, int] = {}
+            chosen = []
+            for task in candidates:
+                job = ssn.jobs.get(task.job)
+                if job is None:
+                    continue
+                occupied.setdefault(job.uid, job.ready_task_num())
+                if occupied[job.uid] > job.min_available:
+                    occupied[job.uid] -= 1
+                    chosen.append(task)
+            return chosen, PERMIT
+
+        ssn.add("reclaimable", self.name, victims)
+        ssn.add("preemptable", self.name, victims)
+        ssn.add("job_order", self.name, _not_ready_first)
+        ssn.add("job_ready", self.name, lambda job: job.check_task_ready() and job.is_ready())
+        ssn.add(
+            "job_pipelined",
+            self.name,
+            lambda job: PERMIT if job.check_task_pipelined() and job.is_pipelined() else REJECT,
+        )
+        ssn.add("job_starving", self.name, lambda job: job.is_starving())
+
+    def on_session_close(self, ssn: Session) -> None:
+        for job in ssn.jobs.values():
+            if not job.tasks:
+                continue
+            if job.is_ready():
+                _set_condition(ssn, job, SCHEDULED, "tasks in gang are ready to be scheduled", "")
+                continue
+            unready = job.min_available - job.ready_task_num()
+            message = f"{unready}/{len(job.tasks)} tasks in gang unschedulable: {fit_error(job)}"
+            _set_condition(ssn, job, UNSCHEDULABLE, "NotEnoughResources", message)
+
+
+def _valid(job: JobInfo) -> tuple[bool, str]:
+    if not job.check_task_valid():
+        return False, "Not enough valid pods of each task for gang-scheduling"
+    valid = job.valid_task_num()
+    if valid < job.min_available:
+        return False, f"Not enough valid tasks for gang-scheduling, valid: {valid}, min: {job.min_available}"
+    return True, ""
+
+
+def _not_ready_first(left: JobInfo, right: JobInfo) -> int:
+    l_ready, r_ready = left.is_ready(), right.is_ready()
+    if l_ready and r_ready:
+        return 0
+    if l_ready:
+        return 1
+    if r_ready:
+        return -1
+    return 0
+
+
+def _set_condition(ssn: Session, job: JobInfo, kind: str, reason: str, message: str) -> None:
+    job.conditions = [c for c in job.conditions if c.get("type") != kind]
+    job.conditions.append(
+        {"type": kind, "status": "True", "transitionID": ssn.uid, "reason": reason, "message": message}
+    )
+
+
+def fit_error(job: JobInfo) -> str:
+    """Volcano's ``JobInfo.FitError``: task counts by status, then the first task's node errors."""
+    counts = {status.label: len(tasks) for status, tasks in job.status_index.items()}
+    counts["minAvailable"] = job.min_available
+    state = "pod group is ready" if job.is_ready() else "pod group is not ready"
+    message = f"{state}, " + ", ".join(sorted(f"{v} {k}" for k, v in counts.items()))
+    if job.job_fit_errors:
+        return message + ". Origin reason is: " + job.job_fit_errors
+    for task in job.tasks.values():
+        errors = job.fit_errors.get(task.uid)
+        if errors is not None:
+            return message + f". Origin reason is {task.name}: {errors.message()}"
+    return message
+
+
+def scheduled_after_close(job: JobInfo) -> int:
+    return job.ready_task_num() + job.count(TaskStatus.PIPELINED)

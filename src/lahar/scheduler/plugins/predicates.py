@@ -1,0 +1,56 @@
+"""predicates: node filters beyond resources (reference 4.8).
+
+Unschedulable nodes, node selectors, taints without a matching toleration (NoSchedule and
+NoExecute), and the pod-count limit (a node whose ``pods`` allocatable is reached takes no more).
+Resource fit itself is checked by the actions, against ``FutureIdle``.
+"""
+
+from __future__ import annotations
+
+from lahar.scheduler.api import FitError, NodeInfo, PredicateError, StatusCode, TaskInfo
+from lahar.scheduler.framework.session import Session
+from lahar.scheduler.plugins.base import Plugin
+
+POD_NUMBER_EXCEEDED = "node(s) pod number exceeded"
+UNSCHEDULABLE_NODE = "node(s) were unschedulable"
+SELECTOR_MISMATCH = "node(s) didn't match Pod's node affinity/selector"
+UNTOLERATED_TAINT = "node(s) had untolerated taint"
+
+
+class PredicatesPlugin(Plugin):
+    name = "predicates"
+
+    def on_session_open(self, ssn: Session) -> None:
+        ssn.add("predicate", self.name, predicate)
+
+
+def predicate(task: TaskInfo, node: NodeInfo) -> None:
+    """Raise ``PredicateError`` when ``task`` may not run on ``node``."""
+    if node.max_task_num <= len(node.tasks):
+        raise PredicateError(FitError(node.name, [(StatusCode.UNSCHEDULABLE, POD_NUMBER_EXCEEDED)]))
+    if node.unschedulable and not _tolerates_unschedulable(task):
+        raise PredicateError(FitError(node.name, [(StatusCode.UNSCHEDULABLE_AND_UNRESOLVABLE, UNSCHEDULABLE_NODE)]))
+    selector = (task.pod.spec.node_selector if task.pod is not None else None) or {}
+    if any(node.labels.get(k) != v for k, v in selector.items()):
+        raise PredicateError(FitError(node.name, [(StatusCode.UNSCHEDULABLE_AND_UNRESOLVABLE, SELECTOR_MISMATCH)]))
+    tolerations = (task.pod.spec.tolerations if task.pod is not None else None) or []
+    for taint in node.taints:
+        if taint.get("effect") in ("NoSchedule", "NoExecute") and not any(_tolerates(t, taint) for t in tolerations):
+            raise PredicateError(FitError(node.name, [(StatusCode.UNSCHEDULABLE_AND_UNRESOLVABLE, UNTOLERATED_TAINT)]))
+
+
+def _tolerates_unschedulable(task: TaskInfo) -> bool:
+    taint = {"key": "node.kubernetes.io/unschedulable", "effect": "NoSchedule"}
+    tolerations = (task.pod.spec.tolerations if task.pod is not None else None) or []
+    return any(_tolerates(t, taint) for t in tolerations)
+
+
+def _tolerates(toleration: dict, taint: dict) -> bool:
+    if toleration.get("effect") and toleration.get("effect") != taint.get("effect"):
+        return False
+    operator = toleration.get("operator", "Equal")
+    if not toleration.get("key"):
+        return operator == "Exists"
+    if toleration.get("key") != taint.get("key"):
+        return False
+    return operator == "Exists" or toleration.get("value", "") == taint.get("value", "")

@@ -1,0 +1,171 @@
+"""proportion: weight-based fair shares by water-filling, and the queue gates built on them.
+
+Reference section 4.1. Queues that hold at least one job share the cluster by weight; a queue
+never deserves more than it requests or its capability, and what it does not need is shared
+again among the others. Allocation is capped at the deserved share; a queue at or above it in
+every dimension is *overused* and skipped; only queues above their deserved share give up
+victims to reclaim.
+
+Lahar arguments (absent from Volcano, off unless set):
+- ``schedulableStates``: queue states that may be admitted and allocated (default ``[Open]``).
+"""
+
+from __future__ import annotations
+
+from lahar.resources import Dim, Resource, exceeded_part, res_max
+from lahar.scheduler.api import JobInfo, QueueInfo, TaskInfo
+from lahar.scheduler.framework.session import EventHandler, PERMIT, REJECT, Session
+from lahar.scheduler.plugins.base import Plugin
+from lahar.scheduler.plugins.queueattr import QueueAttr, add_job, capability_of, schedulable_states, update_share
+
+
+class ProportionPlugin(Plugin):
+    name = "proportion"
+
+    def on_session_open(self, ssn: Session) -> None:
+        self.states = schedulable_states(self.arguments)
+        self.attrs: dict[str, QueueAttr] = {}
+        total = ssn.total_resource.clone()
+        total_guarantee = Resource()
+        for queue in ssn.queues.values():
+            if queue.queue.guarantee_list:
+                total_guarantee.add(Resource.from_list(queue.queue.guarantee_list))
+        for job in ssn.jobs.values():
+            attr = self.attrs.get(job.queue)
+            if attr is None:
+                attr = self.attrs[job.queue] = _new_attr(ssn.queues[job.queue], total, total_guarantee)
+            add_job(attr, job)
+        _water_fill(list(self.attrs.values()), total)
+        ssn.queue_attrs = self.attrs  # type: ignore[attr-defined]
+        self._register(ssn)
+
+    def _register(self, ssn: Session) -> None:
+        attrs = self.attrs
+        ssn.add("queue_order", self.name, self._queue_order)
+        ssn.add("reclaimable", self.name, self._reclaimable(ssn))
+        ssn.add("overused", self.name, lambda q: attrs[q.uid].deserved.less_equal(attrs[q.uid].allocated, Dim.ZERO))
+        ssn.add("allocatable", self.name, lambda q, t: self._allocatable(q, [t]))
+        ssn.add("preemptive", self.name, self._allocatable)
+        ssn.add("job_enqueueable", self.name, self._enqueueable(ssn))
+        ssn.add("job_enqueued", self.name, self._enqueued)
+        ssn.add("deserved", self.name, lambda q: attrs[q.uid].deserved if q.uid in attrs else None)
+        ssn.add_event_handler(EventHandler(self._on_allocate(ssn, 1), self._on_allocate(ssn, -1)))
+
+    def _queue_order(self, left: QueueInfo, right: QueueInfo) -> int:
+        if left.priority != right.priority:
+            return right.priority - left.priority
+        ls, rs = self.attrs[left.uid].share, self.attrs[right.uid].share
+        if ls == rs:
+            return 0
+        return -1 if ls < rs else 1
+
+    def _reclaimable(self, ssn: Session):
+        def reclaimable(reclaimer: TaskInfo, reclaimees: list[TaskInfo]):
+            victims: list[TaskInfo] = []
+            allocations: dict[str, Resource] = {}
+            for task in reclaimees:
+                job = ssn.jobs.get(task.job)
+                attr = self.attrs.get(job.queue) if job else None
+                if attr is None:
+                    continue
+                allocated = allocations.setdefault(job.queue, attr.allocated.clone())
+                if not allocated.less_equal(attr.deserved, Dim.ZERO):
+                    allocated.sub(task.resreq)
+                    victims.append(task)
+            return victims, PERMIT
+
+        return reclaimable
+
+    def _allocatable(self, queue: QueueInfo, tasks: list[TaskInfo]) -> bool:
+        if queue.state not in self.states:
+            return False
+        attr = self.attrs[queue.uid]
+        total = Resource()
+        for task in tasks:
+            total.add(task.resreq)
+        future = attr.allocated.clone().add(total)
+        return future.less_equal_with_dimension_and_resources_name(attr.deserved, total)[0]
+
+    def _enqueueable(self, ssn: Session):
+        def enqueueable(job: JobInfo) -> int:
+            attr = self.attrs[job.queue]
+            queue = ssn.queues[job.queue]
+            if queue.state not in self.states:
+                ssn.note(job.uid, kind="queue-state", queue=queue.name, state=queue.state)
+                return REJECT
+            if job.min_resources is None:
+                return PERMIT
+            minimum = job.get_min_resources()
+            needed = minimum.clone().add(attr.allocated).add(attr.inqueue).sub(attr.elastic)
+            ok, names = needed.less_equal_with_dimension_and_resources_name(attr.real_capability, minimum)
+            if ok:
+                return PERMIT
+            ssn.note(job.uid, kind="queue-quota", queue=queue.name, resources=names, plugin=self.name)
+            return REJECT
+
+        return enqueueable
+
+    def _enqueued(self, job: JobInfo) -> None:
+        if job.min_resources is None:
+            return
+        attr = self.attrs.get(job.queue)
+        if attr is not None:
+            attr.inqueue.add(job.get_min_resources())
+
+    def _on_allocate(self, ssn: Session, sign: int):
+        def handler(task: TaskInfo) -> None:
+            job = ssn.jobs.get(task.job)
+            attr = self.attrs.get(job.queue) if job else None
+            if attr is None:
+                return
+            if sign > 0:
+                attr.allocated.add(task.resreq)
+            else:
+                attr.allocated.sub(task.resreq)
+            update_share(attr)
+
+        return handler
+
+
+def _new_attr(queue: QueueInfo, total: Resource, total_guarantee: Resource) -> QueueAttr:
+    attr = QueueAttr(name=queue.name, weight=queue.weight)
+    attr.capability = capability_of(queue.queue.spec.capability)
+    if queue.queue.guarantee_list:
+        attr.guarantee = Resource.from_list(queue.queue.guarantee_list)
+    real = exceeded_part(total, total_guarantee).add(attr.guarantee)
+    if attr.capability is not None:
+        real.min_dimension_resource(attr.capability, Dim.INFINITY)
+    else:
+        attr.capability = Resource()
+    attr.real_capability = real
+    return attr
+
+
+def _water_fill(attrs: list[QueueAttr], total: Resource) -> None:
+    """Deserved shares by weight, iterated until nothing is left or nobody can take more."""
+    remaining = total.clone()
+    met: set[str] = set()
+    while True:
+        total_weight = sum(a.weight for a in attrs if a.name not in met)
+        if total_weight == 0:
+            break
+        old_remaining = remaining.clone()
+        increased, decreased = Resource(), Resource()
+        for attr in attrs:
+            if attr.name in met:
+                continue
+            old = attr.deserved.clone()
+            attr.deserved.add(remaining.clone().multi(attr.weight / total_weight))
+            if attr.real_capability is not None:
+                attr.deserved.min_dimension_resource(attr.real_capability, Dim.INFINITY)
+            attr.deserved.min_dimension_resource(attr.request, Dim.ZERO)
+            attr.deserved = res_max(attr.deserved, attr.guarantee)
+            update_share(attr)
+            if attr.request.less_equal(attr.deserved, Dim.ZERO) or attr.deserved == old:
+                met.add(attr.name)
+            inc, dec = attr.deserved.diff(old, Dim.ZERO)
+            increased.add(inc)
+            decreased.add(dec)
+        remaining = exceeded_part(remaining.clone().add(decreased), increased)
+        if remaining.is_empty() or remaining == old_remaining:
+            break

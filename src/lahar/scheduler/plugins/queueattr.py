@@ -1,0 +1,118 @@
+"""Per-queue accounting shared by proportion and capacity: allocated, request, inqueue, elastic.
+
+Both plugins read a session the same way (reference 4.1.1): ``allocated`` sums the requests of
+tasks in an allocated status, ``request`` adds the pending tasks, ``inqueue`` reserves the
+not-yet-allocated part of admitted jobs' ``minResources``, ``elastic`` is what jobs hold above
+their ``minResources``. The states in which a queue may be scheduled are an argument: Volcano
+schedules only Open queues; Lahar's default also lets Closing and Unknown queues drain.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from lahar.resources import MAX_FLOAT, Resource, share
+from lahar.scheduler.api import JobInfo, TaskStatus, allocated_status
+from lahar.scheduler.framework.config import Arguments
+
+__all__ = ["QueueAttr", "add_job", "inqueue_resource", "schedulable_states", "update_share"]
+
+
+@dataclass
+class QueueAttr:
+    name: str
+    weight: int = 1
+    share: float = 0.0
+    deserved: Resource = field(default_factory=Resource)
+    allocated: Resource = field(default_factory=Resource)
+    request: Resource = field(default_factory=Resource)
+    elastic: Resource = field(default_factory=Resource)
+    inqueue: Resource = field(default_factory=Resource)
+    capability: Resource | None = None
+    real_capability: Resource | None = None
+    guarantee: Resource = field(default_factory=Resource)
+    # capacity hierarchy
+    parent: str | None = None
+    ancestors: list[str] = field(default_factory=list)
+    children: list[str] = field(default_factory=list)
+
+
+def capability_of(spec_capability: dict | None) -> Resource | None:
+    """``spec.capability`` with cpu or memory <= 0 read as unlimited; None when unset."""
+    if not spec_capability:
+        return None
+    cap = Resource.from_list(spec_capability)
+    if cap.milli_cpu <= 0:
+        cap.milli_cpu = MAX_FLOAT
+    if cap.memory <= 0:
+        cap.memory = MAX_FLOAT
+    return cap
+
+
+def add_job(attr: QueueAttr, job: JobInfo) -> None:
+    """Add one job's tasks and reservations to its queue's accounting."""
+    for status, tasks in job.status_index.items():
+        if allocated_status(status):
+            for task in tasks.values():
+                attr.allocated.add(task.resreq)
+                attr.request.add(task.resreq)
+        elif status is TaskStatus.PENDING:
+            for task in tasks.values():
+                attr.request.add(task.resreq)
+    attr.inqueue.add(job_inqueue(job))
+    attr.elastic.add(job.get_elastic_resources())
+
+
+def job_inqueue(job: JobInfo) -> Resource:
+    """What an admitted job still reserves of its ``minResources`` (Inqueue, or Running but short)."""
+    if job.podgroup is None or job.podgroup.spec.min_resources is None:
+        return Resource()
+    if job.phase == "Inqueue":
+        return inqueue_resource(job, job.allocated)
+    allocated_tasks = sum(len(t) for s, t in job.status_index.items() if allocated_status(s))
+    if job.phase == "Running" and allocated_tasks >= job.podgroup.spec.min_member:
+        return inqueue_resource(job, job.allocated)
+    return Resource()
+
+
+def inqueue_resource(job: JobInfo, allocated: Resource) -> Resource:
+    """Per dimension named in minResources, ``max(min - allocated, 0)`` (Volcano's GetInqueueResource)."""
+    names = job.podgroup.spec.min_resources or {} if job.podgroup else {}
+    minimum = job.get_min_resources()
+    out = Resource()
+    for name in names:
+        if name == "cpu":
+            if minimum.milli_cpu - allocated.milli_cpu > 0:
+                out.milli_cpu = minimum.milli_cpu - allocated.milli_cpu
+        elif name == "memory":
+            if minimum.memory - allocated.memory > 0:
+                out.memory = minimum.memory - allocated.memory
+        elif name.startswith("count/"):
+            continue
+        else:
+            reserved = minimum.get(name)
+            held = (allocated.scalars or {}).get(name)
+            if out.scalars is None and name != "pods":
+                out.scalars = {}
+            if held is None and name != "pods":
+                out.set_scalar(name, reserved)
+            elif reserved - (held or 0.0) > 0:
+                out.set_scalar(name, reserved - (held or 0.0))
+    return out
+
+
+def update_share(attr: QueueAttr, empty_share: float = 0.0) -> None:
+    """share = max over deserved's dimensions (>= 0.1, pods included) of allocated / deserved."""
+    names = attr.deserved.resource_names()
+    if not names:
+        attr.share = empty_share
+        return
+    attr.share = max([0.0] + [share(attr.allocated.get(n), attr.deserved.get(n)) for n in names])
+
+
+def schedulable_states(arguments: Arguments) -> frozenset[str]:
+    """Queue states whose jobs may be admitted and given resources (argument ``schedulableStates``)."""
+    value = arguments.get("schedulableStates", ["Open"])
+    if isinstance(value, str):
+        value = [part.strip() for part in value.split(",")]
+    return frozenset(str(v) for v in value if v)

@@ -1,0 +1,76 @@
+"""A binary heap ordered by a comparator, with Go's ``container/heap`` push and pop steps.
+
+Volcano orders queues, jobs and tasks with heaps whose comparators read *live* session state
+(shares change as tasks are placed). Entries are not re-sorted when their keys change; only
+push and pop move them. To make the same decisions we keep the same algorithm: ``push`` appends
+and sifts up; ``pop`` swaps the root with the last element, sifts the new root down over the
+rest, and removes the last. ``heapq`` cannot take a comparator, hence this small class.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Generic, Iterable, TypeVar
+
+T = TypeVar("T")
+
+__all__ = ["PriorityQueue"]
+
+
+class PriorityQueue(Generic[T]):
+    __slots__ = ("_items", "_less")
+
+    def __init__(self, less: Callable[[T, T], bool], items: Iterable[T] = ()) -> None:
+        self._less = less
+        self._items: list[T] = []
+        for item in items:
+            self.push(item)
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def empty(self) -> bool:
+        return not self._items
+
+    def push(self, item: T) -> None:
+        self._items.append(item)
+        self._up(len(self._items) - 1)
+
+    def pop(self) -> T:
+        items = self._items
+        last = len(items) - 1
+        items[0], items[last] = items[last], items[0]
+        self._down(0, last)
+        return items.pop()
+
+    def peek(self) -> T:
+        return self._items[0]
+
+    def clone(self) -> "PriorityQueue[T]":
+        twin = PriorityQueue(self._less)
+        twin._items = list(self._items)
+        return twin
+
+    def _up(self, j: int) -> None:
+        items, less = self._items, self._less
+        while j > 0:
+            i = (j - 1) // 2
+            if i == j or not less(items[j], items[i]):
+                break
+            items[i], items[j] = items[j], items[i]
+            j = i
+
+    def _down(self, i0: int, n: int) -> None:
+        items, less = self._items, self._less
+        i = i0
+        while True:
+            j1 = 2 * i + 1
+            if j1 >= n or j1 < 0:
+                break
+            j = j1
+            j2 = j1 + 1
+            if j2 < n and less(items[j2], items[j1]):
+                j = j2
+            if not less(items[j], items[i]):
+                break
+            items[i], items[j] = items[j], items[i]
+            i = j

@@ -1,0 +1,144 @@
+"""Why a job is still waiting: one structured reason per job, computed at session close.
+
+Volcano leaves users with a podgroup condition such as ``3/4 tasks in gang unschedulable: ...``.
+Lahar says which rule held the job back, in a fixed vocabulary a script can match on:
+
+=====================  =========================================================================
+kind                   meaning
+=====================  =========================================================================
+queue-suspended        the queue is Suspended: nothing is scheduled for it until it is resumed
+queue-state            the queue is Closed, Closing or Unknown and the configuration schedules
+                       only Open queues
+queue-missing          the job names a queue that does not exist
+capability             admitting the job would take its queue over its capability (hard cap)
+cluster-full           the cluster (times the overcommit factor) has no room for the job
+gang-invalid           fewer valid tasks than minAvailable: the gang can never be satisfied
+deserved               the queue has used its deserved share and cannot take more now
+waiting-for-reclaim    resources are being reclaimed or preempted for the job (it is pipelined)
+no-node-fits           no node has room for the job's tasks (per-node reasons summarised)
+gang-unsatisfied       some tasks fit, but not minAvailable of them at once
+=====================  =========================================================================
+
+The reasons read notes that actions and plugins leave on the session (``ssn.note``) and the fit
+errors recorded per task; they never change a decision.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from lahar.resources import Dim, Resource
+from lahar.scheduler.api import JobInfo, TaskStatus
+from lahar.scheduler.framework.session import Session
+
+__all__ = ["explain"]
+
+
+def _quantities(res: Resource | None, only: list[str] | None = None) -> str:
+    if res is None:
+        return "-"
+    shown = {k: v for k, v in res.to_quantities().items() if k != "pods" and (only is None or k in only)}
+    if only:
+        shown = {k: shown.get(k, "0") for k in only}
+    return ", ".join(f"{k}={v}" for k, v in shown.items()) or "nothing"
+
+
+def explain(ssn: Session, job: JobInfo) -> dict[str, Any] | None:
+    """The reason ``job`` waits, or None when it has nothing waiting."""
+    if job.phase in ("Running", "Completed") and not job.tasks_in(TaskStatus.PENDING):
+        return None
+    if not job.tasks_in(TaskStatus.PENDING, TaskStatus.PIPELINED) and job.phase not in ("Pending", "Inqueue"):
+        return None
+    notes = {n["kind"]: n for n in ssn.notes.get(job.uid, [])}
+    queue = ssn.queues.get(job.queue)
+    base = {"queue": job.queue, "job": job.uid}
+    for check in (_queue_reason, _admission_reason, _gang_reason, _placement_reason):
+        reason = check(ssn, job, queue, notes)
+        if reason is not None:
+            return {**base, **reason}
+    return {**base, "kind": "gang-unsatisfied", "message": _gang_message(job)}
+
+
+def _queue_reason(ssn: Session, job: JobInfo, queue, notes: dict) -> dict | None:
+    if queue is None:
+        return {"kind": "queue-missing", "message": f"queue {job.queue} does not exist"}
+    if queue.state == "Suspended":
+        return {"kind": "queue-suspended", "message": f"queue {queue.name} is suspended"}
+    if "queue-state" in notes:
+        return {"kind": "queue-state", "message": f"queue {queue.name} is {queue.state}: only Open queues are scheduled"}
+    return None
+
+
+def _admission_reason(ssn: Session, job: JobInfo, queue, notes: dict) -> dict | None:
+    if "queue-quota" in notes:
+        note = notes["queue-quota"]
+        attr = ssn.queue_attrs.get(note["queue"])
+        cap = attr.real_capability if attr is not None else None
+        dims = note.get("resources") or []
+        names = ", ".join(dims)
+        message = (
+            f"queue {note['queue']} capability reached on {names}: the job needs {_quantities(job.get_min_resources(), dims)}, "
+            f"the queue holds {_quantities(attr.allocated if attr else None, dims)} of at most {_quantities(cap, dims)}"
+        )
+        return {"kind": "capability", "message": message, "resources": note.get("resources") or []}
+    if "cluster-overcommit" in notes:
+        names = ", ".join(notes["cluster-overcommit"].get("resources") or [])
+        return {"kind": "cluster-full", "message": f"the cluster has no room to admit the job ({names} overused)"}
+    return None
+
+
+def _gang_reason(ssn: Session, job: JobInfo, queue, notes: dict) -> dict | None:
+    ok, message = ssn.job_valid(job)
+    if not ok:
+        return {"kind": "gang-invalid", "message": message}
+    return None
+
+
+def _placement_reason(ssn: Session, job: JobInfo, queue, notes: dict) -> dict | None:
+    pipelined = job.tasks_in(TaskStatus.PIPELINED)
+    if pipelined:
+        nodes = sorted({t.node_name for t in pipelined})
+        return {
+            "kind": "waiting-for-reclaim",
+            "message": f"{len(pipelined)} task(s) reserved on {', '.join(nodes)}: waiting for evicted tasks to release resources",
+        }
+    if "queue-allocatable" in notes or "cannot-reclaim" in notes:
+        return _deserved_reason(ssn, job)
+    if job.fit_errors:
+        first = next(iter(job.fit_errors.values()))
+        message = first.message()
+        blocked = notes.get("reclaim-failed", {}).get("unreclaimable") or []
+        if blocked:
+            message += f" Nothing could be reclaimed: queue(s) {', '.join(blocked)} hold the resources and are not reclaimable."
+        return {"kind": "no-node-fits", "message": message, "nodes": first.histogram()}
+    if "overused" in {n["kind"] for n in ssn.notes.get(f"queue/{job.queue}", [])}:
+        return _deserved_reason(ssn, job)
+    return None
+
+
+def _deserved_reason(ssn: Session, job: JobInfo) -> dict:
+    attr = ssn.queue_attrs.get(job.queue)
+    deserved = attr.deserved if attr is not None else Resource()
+    allocated = attr.allocated if attr is not None else Resource()
+    request = Resource()
+    for task in job.tasks_in(TaskStatus.PENDING):
+        request.add(task.resreq)
+    if not request.clone().less_equal(deserved, Dim.ZERO) or allocated.less_equal(Resource(), Dim.ZERO):
+        message = (
+            f"the job asks for {_quantities(request)}, more than queue {job.queue} deserves "
+            f"({_quantities(deserved)}); it can start only on idle capacity, and reclaiming from other "
+            "queues would take this queue over its deserved share"
+        )
+    else:
+        message = (
+            f"queue {job.queue} has used its deserved share ({_quantities(allocated)} of {_quantities(deserved)}); "
+            f"the job's {_quantities(request)} must wait until the queue's usage falls or its share grows"
+        )
+    return {"kind": "deserved", "message": message}
+
+
+def _gang_message(job: JobInfo) -> str:
+    for condition in job.conditions:
+        if condition.get("type") == "Unschedulable" and condition.get("message"):
+            return condition["message"]
+    return f"{job.min_available - job.ready_task_num()} more task(s) must fit together to start the job"

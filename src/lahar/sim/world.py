@@ -1,0 +1,188 @@
+"""The simulated cluster: API objects, admission, controllers and where tasks run.
+
+``World`` is what a live server does, without HTTP or a database: every object enters through
+admission (or is refused, with the reason kept), vcjobs expand into podgroups and pods, bare
+pods get podgroups, Commands move queues, the queue controller keeps statuses current, and the
+scheduler's decisions are applied (a bind starts a task, an eviction restarts it Pending).
+Tasks with ``lahar.dev/duration`` succeed that long after they start.
+
+``raw=True`` skips admission, implicit queues and the controllers: objects are taken exactly as
+written, which is how Volcano's own unit tests feed its scheduler.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Iterable
+
+from lahar.admission import ObjectsView, admit_create, builtin_queue
+from lahar.controller.job import podgroup_for_bare_pod, restart_pod
+from lahar.controller.queue import QueueEvent, apply_action, refresh
+from lahar.errors import LaharError
+from lahar.model.base import ApiObject
+from lahar.model.cluster import Command, Node, PriorityClass, SchedulerConfiguration
+from lahar.model.job import Job, expand_job
+from lahar.model.queue import DEFAULT, ROOT, Queue
+from lahar.model.workload import Pod, PodGroup
+from lahar.scheduler.cache import ClusterState
+from lahar.scheduler.cycle import CycleResult
+
+__all__ = ["World", "Rejection"]
+
+
+@dataclass
+class Rejection:
+    time: float
+    kind: str
+    name: str
+    message: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"time": self.time, "kind": self.kind, "name": self.name, "message": self.message}
+
+
+@dataclass
+class World:
+    raw: bool = False
+    queues: dict[str, Queue] = field(default_factory=dict)
+    nodes: dict[str, Node] = field(default_factory=dict)
+    podgroups: dict[str, PodGroup] = field(default_factory=dict)
+    pods: dict[str, Pod] = field(default_factory=dict)
+    jobs: dict[str, Job] = field(default_factory=dict)
+    classes: dict[str, PriorityClass] = field(default_factory=dict)
+    cache: ClusterState = field(default_factory=ClusterState)
+    rejections: list[Rejection] = field(default_factory=list)
+    events: list[dict[str, Any]] = field(default_factory=list)
+    started: dict[str, float] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if not self.raw:
+            for name in (ROOT, DEFAULT):
+                self._store(builtin_queue(name))
+
+    # ----------------------------------------------------------------- views
+
+    def view(self) -> ObjectsView:
+        view = ObjectsView(implicit_queues=False)
+        for obj in [*self.queues.values(), *self.podgroups.values()]:
+            view.add(obj)
+        return view
+
+    def unfinished(self, queue: str) -> int:
+        return sum(1 for g in self.podgroups.values() if g.queue == queue and g.status.phase != "Completed")
+
+    # ----------------------------------------------------------------- objects in
+
+    def submit(self, obj: ApiObject, now: float) -> None:
+        """An object arrives (from a manifest, at its ``lahar.dev/at`` time)."""
+        if isinstance(obj, SchedulerConfiguration):
+            return
+        try:
+            if isinstance(obj, Command):
+                self._command(obj, now)
+                return
+            admitted = obj if self.raw else admit_create(obj, self.view())
+        except LaharError as exc:
+            self.rejections.append(Rejection(now, obj.kind, obj.key, exc.message))
+            return
+        if isinstance(admitted, Job):
+            self.jobs[admitted.key] = admitted
+            group, pods = expand_job(admitted)
+            self._store(group)
+            for pod in pods:
+                self._store(pod)
+        elif isinstance(admitted, Pod) and admitted.group_name is None and not self.raw:
+            group, joined = podgroup_for_bare_pod(admitted)
+            self._store(group)
+            self._store(joined)
+        else:
+            self._store(admitted)
+        if isinstance(admitted, Pod) and admitted.phase == "Running":
+            self.started.setdefault(admitted.key, now)
+
+    def _store(self, obj: ApiObject) -> None:
+        table = {Queue: self.queues, Node: self.nodes, PodGroup: self.podgroups, Pod: self.pods, PriorityClass: self.classes}
+        for kind, store in table.items():
+            if isinstance(obj, kind):
+                store[obj.key] = obj
+        self.cache.upsert(obj)
+
+    def _command(self, command: Command, now: float) -> None:
+        if command.target is None or command.target.kind != "Queue":
+            raise LaharError(f"command {command.key}: target must be a Queue")
+        changes = apply_action(self.queues, command.target.name, command.action, self.unfinished)
+        self._apply_queue_changes(changes.queues.values(), changes.events, now)
+        self.events.append({"time": now, "type": "CommandProcessed", "command": command.key, "action": command.action, "queue": command.target.name})
+
+    def _apply_queue_changes(self, queues: Iterable[Queue], events: Iterable[QueueEvent], now: float) -> None:
+        for queue in queues:
+            self._store(queue)
+        for event in events:
+            self.events.append({"time": now, **event.to_json()})
+
+    def refresh_queues(self, now: float) -> None:
+        if self.raw:
+            return
+        by_queue: dict[str, list[PodGroup]] = {}
+        for group in self.podgroups.values():
+            by_queue.setdefault(group.queue, []).append(group)
+        changes = refresh(self.queues, by_queue)
+        self._apply_queue_changes(changes.queues.values(), changes.events, now)
+
+    # ----------------------------------------------------------------- time passes
+
+    def complete_due(self, now: float) -> list[str]:
+        """Tasks whose duration has run out succeed; returns their keys."""
+        done = []
+        for key in sorted(self.started):
+            pod = self.pods.get(key)
+            end = self.end_time(key)
+            if pod is None or pod.phase != "Running" or end is None or end > now:
+                continue
+            finished = pod.model_copy(deep=True)
+            finished.status.phase = "Succeeded"
+            self._store(finished)
+            del self.started[key]
+            done.append(key)
+        return done
+
+    def end_time(self, key: str) -> float | None:
+        task = self.cache.tasks.get(key)
+        if task is None or task.duration is None or key not in self.started:
+            return None
+        return self.started[key] + task.duration
+
+    def next_completion(self) -> float | None:
+        ends = [e for e in (self.end_time(k) for k in self.started) if e is not None]
+        return min(ends) if ends else None
+
+    # ----------------------------------------------------------------- decisions
+
+    def apply(self, result: CycleResult, now: float) -> None:
+        """Bind, evict and update podgroup phases as the cycle decided."""
+        for decision in result.decisions:
+            pod = self.pods.get(decision.task)
+            if pod is None:
+                continue
+            if decision.type == "bind":
+                bound = pod.model_copy(deep=True)
+                bound.spec.node_name = decision.node
+                bound.status.phase = "Running"
+                self._store(bound)
+                self.started[decision.task] = now
+            elif decision.type == "evict":
+                self._store(restart_pod(pod))
+                self.started.pop(decision.task, None)
+        for uid, outcome in result.jobs.items():
+            group = self.podgroups.get(uid)
+            if group is None:
+                continue
+            if group.status.phase != outcome.phase or group.status.running != outcome.running:
+                updated = group.model_copy(deep=True)
+                updated.status.phase = outcome.phase
+                updated.status.running, updated.status.succeeded, updated.status.failed = (
+                    outcome.running,
+                    outcome.succeeded,
+                    outcome.failed,
+                )
+                self._store(updated)
