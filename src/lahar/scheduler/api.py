@@ -183,10 +183,18 @@ class PredicateError(Exception):
 
 @dataclass
 class FitErrors:
-    """Why a task fits no node: a fit error per node, summarised like Volcano's message."""
+    """Why a task fits no node: detailed errors for some nodes, counted reasons for the rest.
+
+    ``nodes`` holds a ``FitError`` per node where one was worked out in full; ``counts`` holds
+    reasons counted in bulk (for example ``Insufficient cpu`` over thousands of full nodes);
+    ``total`` is how many nodes were considered. ``message()`` summarises both like Volcano:
+    ``0/3 nodes are unavailable: 1 node(s) were unschedulable, 2 Insufficient cpu.``
+    """
 
     nodes: dict[str, FitError] = field(default_factory=dict)
     err: str = ""
+    counts: dict[str, int] = field(default_factory=dict)
+    total: int | None = None
 
     def set_node_error(self, node: str, error: FitError) -> None:
         error.node = node
@@ -196,15 +204,16 @@ class FitErrors:
         return {n for n, fe in self.nodes.items() if fe.has(StatusCode.UNSCHEDULABLE_AND_UNRESOLVABLE)}
 
     def histogram(self) -> dict[str, int]:
-        counts: dict[str, int] = {}
+        counts: dict[str, int] = dict(self.counts)
         for fit in self.nodes.values():
             for reason in fit.reasons():
                 counts[reason] = counts.get(reason, 0) + 1
         return counts
 
     def message(self) -> str:
-        head = self.err or f"0/{len(self.nodes)} nodes are unavailable"
-        if not self.nodes:
+        total = self.total if self.total is not None else len(self.nodes)
+        head = self.err or f"0/{total} nodes are unavailable"
+        if not self.nodes and not self.counts:
             return head
         parts = sorted(f"{count} {reason}" for reason, count in self.histogram().items())
         return f"{head}: {', '.join(parts)}."
@@ -239,6 +248,7 @@ class JobInfo:
         self.min_resources = min_resources
         self.preemptable = preemptable
         self.tasks: dict[str, TaskInfo] = {}
+        self.best_effort_tasks = False  # whether any task ever added asks for nothing
         self.status_index: dict[TaskStatus, dict[str, TaskInfo]] = {}
         self.allocated = Resource()
         self.total_request = Resource()
@@ -250,6 +260,8 @@ class JobInfo:
     # ----------------------------------------------------------------- membership
 
     def add_task(self, task: TaskInfo) -> None:
+        if task.best_effort:
+            self.best_effort_tasks = True
         self.tasks[task.uid] = task
         self.status_index.setdefault(task.status, {})[task.uid] = task
         self.total_request.add(task.resreq)
@@ -310,7 +322,10 @@ class JobInfo:
         return self.count(TaskStatus.PIPELINED)
 
     def pending_best_effort_task_num(self) -> int:
-        return sum(1 for t in self.status_index.get(TaskStatus.PENDING, {}).values() if t.best_effort)
+        pending = self.status_index.get(TaskStatus.PENDING)
+        if not pending or not self.best_effort_tasks:
+            return 0
+        return sum(1 for t in pending.values() if t.best_effort)
 
     def valid_task_num(self) -> int:
         return sum(
@@ -349,7 +364,7 @@ class JobInfo:
         return all(counts.get(role, 0) >= minimum for role, minimum in self.task_min_available.items() if minimum)
 
     def check_task_valid(self) -> bool:
-        if self.min_available < self.task_min_available_total:
+        if not self.task_min_available or self.min_available < self.task_min_available_total:
             return True
         valid = {*_ALLOCATED, TaskStatus.SUCCEEDED, TaskStatus.PIPELINED, TaskStatus.PENDING}
         return self._roles_meet(self._role_counts(valid, False))
@@ -358,12 +373,12 @@ class JobInfo:
         return self._role_counts({*_ALLOCATED, TaskStatus.SUCCEEDED}, True)
 
     def check_task_ready(self) -> bool:
-        if self.min_available < self.task_min_available_total:
+        if not self.task_min_available or self.min_available < self.task_min_available_total:
             return True
         return self._roles_meet(self.allocated_roles())
 
     def check_task_pipelined(self) -> bool:
-        if self.min_available < self.task_min_available_total:
+        if not self.task_min_available or self.min_available < self.task_min_available_total:
             return True
         return self._roles_meet(self._role_counts({*_ALLOCATED, TaskStatus.SUCCEEDED, TaskStatus.PIPELINED}, True))
 
@@ -402,14 +417,14 @@ class JobInfo:
         return exceeded_part(self.allocated, self.get_min_resources())
 
     def clone(self) -> "JobInfo":
+        """A deep copy: every task cloned, indexes and sums copied rather than recomputed."""
         twin = JobInfo.__new__(JobInfo)
         twin.__dict__.update(self.__dict__)
         twin.task_min_available = dict(self.task_min_available)
-        twin.tasks, twin.status_index = {}, {}
-        twin.allocated, twin.total_request = Resource(), Resource()
+        twin.tasks = {uid: task.clone() for uid, task in self.tasks.items()}
+        twin.status_index = {s: {uid: twin.tasks[uid] for uid in bucket} for s, bucket in self.status_index.items()}
+        twin.allocated, twin.total_request = self.allocated.clone(), self.total_request.clone()
         twin.fit_errors, twin.conditions = {}, [dict(c) for c in self.conditions]
-        for task in self.tasks.values():
-            twin.add_task(task.clone())
         return twin
 
     def __repr__(self) -> str:
@@ -442,6 +457,7 @@ class NodeInfo:
         self.taints = list(taints or [])
         self.ready = ready
         self.max_task_num = allocatable.max_task_num
+        self.index = None  # a columnar NodeIndex mirroring this node, when a session built one
         self.tasks: dict[str, TaskInfo] = {}
         self._accounted: dict[str, TaskStatus] = {}
 
@@ -466,6 +482,8 @@ class NodeInfo:
         task.node_name = self.name
         self.tasks[key] = task
         self._accounted[key] = status
+        if self.index is not None:
+            self.index.refresh(self)
 
     def remove_task(self, task: TaskInfo) -> None:
         key = task.key
@@ -482,6 +500,8 @@ class NodeInfo:
             self.idle.add(task.resreq)
             self.used.sub(task.resreq)
         del self.tasks[key]
+        if self.index is not None:
+            self.index.refresh(self)
 
     def update_task(self, task: TaskInfo) -> None:
         self.remove_task(task)

@@ -17,8 +17,11 @@ node in node order (Volcano picks at random).
 
 from __future__ import annotations
 
+import numpy as np
+
 from lahar.resources import Dim
-from lahar.scheduler.api import FitErrors, JobInfo, NodeInfo, QueueInfo, StatusCode, TaskInfo, TaskStatus
+from lahar.scheduler.api import FitError, FitErrors, JobInfo, NodeInfo, QueueInfo, StatusCode, TaskInfo, TaskStatus
+from lahar.scheduler.columnar import ClassView
 from lahar.scheduler.framework.session import Session
 from lahar.scheduler.framework.statement import Statement
 from lahar.scheduler.pqueue import PriorityQueue
@@ -96,15 +99,12 @@ def allocate_tasks(ssn: Session, job: JobInfo, tasks: PriorityQueue[TaskInfo], c
             if job.need_continue_allocating():
                 continue
             break
-        candidates, errors = _predicate_nodes(ssn, task, role_errors if cache_errors else None)
-        if not candidates:
+        node, errors = _choose_node(ssn, task, role_errors if cache_errors else None)
+        if node is None:
             job.fit_errors[task.uid] = errors
             if job.need_continue_allocating():
                 continue
             break
-        node = _best_node(ssn, task, candidates)
-        if node is None:
-            continue
         _place(stmt, task, node)
         if ssn.job_ready(job):
             break
@@ -115,22 +115,64 @@ def allocate_tasks(ssn: Session, job: JobInfo, tasks: PriorityQueue[TaskInfo], c
 
 
 def _all_nodes_error(ssn: Session, message: str) -> FitErrors:
-    from lahar.scheduler.api import FitError
-
     errors = FitErrors()
     for node in ssn.node_list:
         errors.set_node_error(node.name, FitError(node.name, [(StatusCode.ERROR, message)]))
     return errors
 
 
-def _predicate_nodes(ssn: Session, task: TaskInfo, role_cache: dict | None) -> tuple[list[NodeInfo], FitErrors]:
-    """Nodes where the task fits (resources against FutureIdle, then the predicate plugins)."""
-    errors = FitErrors()
+def _choose_node(ssn: Session, task: TaskInfo, role_cache: dict | None) -> tuple[NodeInfo | None, FitErrors | None]:
+    """The node for ``task`` (its nominated node if it still fits), or why there is none."""
     nominated = ssn.nodes.get(task.nominated_node) if task.nominated_node else None
     if nominated is not None and task.init_resreq.less_equal(nominated.future_idle(), Dim.ZERO):
-        fit = _fit(ssn, task, nominated)
-        if fit is None:
-            return [nominated], errors
+        if _fit(ssn, task, nominated) is None:
+            return nominated, None
+    if ssn.node_index is not None:
+        return _choose_node_vector(ssn, task)
+    candidates, errors = _predicate_nodes(ssn, task, role_cache)
+    if not candidates:
+        return None, errors
+    return _best_node(ssn, task, candidates), None
+
+
+def _choose_node_vector(ssn: Session, task: TaskInfo) -> tuple[NodeInfo | None, FitErrors | None]:
+    index = ssn.node_index
+    req = index.request(task.init_resreq)
+    if req is None:
+        return None, _predicate_nodes_vector(ssn, task)[1]
+    key = (req[0].tobytes(), req[1].tobytes(), _constraints(task))
+    view = index.views.get(key)
+    if view is None:
+        parts = ssn.vector_predicate_parts(task)
+        if parts is None:
+            candidates, errors = _predicate_nodes_vector(ssn, task)
+            return (_best_node(ssn, task, candidates), None) if candidates else (None, errors)
+        view = index.views[key] = ClassView(
+            index,
+            req,
+            *parts,
+            lambda rows, task=task: ssn.scores_for_rows(task, rows),
+            lambda node, task=task: ssn.score_node(task, node),
+        )
+    row = view.choose()
+    if row is None:
+        return None, _vector_errors(ssn, task, req, view.fits_future)
+    return index.nodes[row], None
+
+
+def _constraints(task: TaskInfo) -> str:
+    """What besides its request decides where a task may go: node selector and tolerations."""
+    spec = task.pod.spec if task.pod is not None else None
+    if spec is None or (not spec.node_selector and not spec.tolerations):
+        return ""
+    return repr((sorted((spec.node_selector or {}).items()), spec.tolerations))
+
+
+def _predicate_nodes(ssn: Session, task: TaskInfo, role_cache: dict | None) -> tuple[list[NodeInfo], FitErrors]:
+    """Nodes where the task fits (resources against FutureIdle, then the predicate plugins)."""
+    if ssn.node_index is not None:
+        return _predicate_nodes_vector(ssn, task)
+    errors = FitErrors()
     cache = None
     if role_cache is not None and task.role:
         cache = role_cache.setdefault(f"{task.job}/{task.role}", {})
@@ -144,13 +186,46 @@ def _predicate_nodes(ssn: Session, task: TaskInfo, role_cache: dict | None) -> t
         if fit is None:
             found.append(node)
         else:
-            errors.set_node_error(node.name, fit)  # type: ignore[arg-type]
+            errors.set_node_error(node.name, fit)
     return found, errors
 
 
-def _fit(ssn: Session, task: TaskInfo, node: NodeInfo):
-    from lahar.scheduler.api import FitError
+def _predicate_nodes_vector(ssn: Session, task: TaskInfo) -> tuple[list[NodeInfo], FitErrors]:
+    """The same answer as the node-by-node loop, from the columnar index."""
+    index = ssn.node_index
+    req = index.request(task.init_resreq)
+    total = len(index.nodes)
+    if req is None:
+        missing = [n for n in task.init_resreq.resource_names() if n not in index.dims and n != "pods"] or ["pods"]
+        return [], FitErrors(counts={f"Insufficient {missing[0]}": total}, total=total)
+    fits = index.fits_future(req)
+    mask = ssn.vector_predicate(task)
+    if mask is None:
+        rows = np.flatnonzero(fits)
+        found = [index.nodes[r] for r in rows if ssn.predicate_for_allocate(task, index.nodes[r]) is None]
+    else:
+        found = [index.nodes[r] for r in np.flatnonzero(fits & mask)]
+    if found:
+        return found, FitErrors()
+    return [], _vector_errors(ssn, task, req, fits)
 
+
+def _vector_errors(ssn: Session, task: TaskInfo, req, fits: np.ndarray) -> FitErrors:
+    index = ssn.node_index
+    errors = FitErrors(total=len(index.nodes))
+    short = np.flatnonzero(~fits)
+    for name in index.first_short_dimension(req, short) if len(short) else []:
+        key = f"Insufficient {name}"
+        errors.counts[key] = errors.counts.get(key, 0) + 1
+    for row in np.flatnonzero(fits):
+        node = index.nodes[row]
+        fit = ssn.predicate_for_allocate(task, node)
+        if fit is not None:
+            errors.set_node_error(node.name, fit)
+    return errors
+
+
+def _fit(ssn: Session, task: TaskInfo, node: NodeInfo):
     ok, names = task.init_resreq.less_equal_with_resources_name(node.future_idle(), Dim.ZERO)
     if not ok:
         return FitError(node.name, [(StatusCode.UNSCHEDULABLE, f"Insufficient {names[0]}")])
@@ -159,12 +234,26 @@ def _fit(ssn: Session, task: TaskInfo, node: NodeInfo):
 
 def _best_node(ssn: Session, task: TaskInfo, candidates: list[NodeInfo]) -> NodeInfo | None:
     """Nodes with idle room first, then nodes that will have room once evictions finish."""
+    if ssn.node_index is not None and len(candidates) > 1:
+        return _best_node_vector(ssn, task, candidates)
     idle = [n for n in candidates if task.init_resreq.less_equal(n.idle, Dim.ZERO)]
     future = [n for n in candidates if n not in idle and task.init_resreq.less_equal(n.future_idle(), Dim.ZERO)]
     for group in (idle, future):
         if group:
             return ssn.best_node(task, group)
     return None
+
+
+def _best_node_vector(ssn: Session, task: TaskInfo, candidates: list[NodeInfo]) -> NodeInfo | None:
+    index = ssn.node_index
+    rows = np.array([index.row[n.name] for n in candidates], dtype=int)
+    req = index.request(task.init_resreq)
+    idle = index.fits_idle(req, rows)
+    group = rows[idle] if idle.any() else rows
+    if len(group) == 1:
+        return index.nodes[group[0]]
+    scores = ssn.scores_for_rows(task, group)
+    return index.nodes[group[int(np.argmax(scores))]]
 
 
 def _place(stmt: Statement, task: TaskInfo, node: NodeInfo) -> None:

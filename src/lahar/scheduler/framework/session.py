@@ -15,6 +15,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable
 
+import numpy as np
+
 from lahar.resources import Resource
 from lahar.scheduler.api import FitError, JobInfo, NodeInfo, PredicateError, QueueInfo, StatusCode, TaskInfo, TaskStatus
 from lahar.scheduler.framework.config import Arguments, PluginOption, SchedulerConf, Tier
@@ -47,6 +49,8 @@ CALLBACK_FLAGS: dict[str, str | None] = {
     "batch_node_order": "node_order",
     "best_node": "best_node",
     "deserved": None,
+    "vector_predicate": "predicate",
+    "vector_node_order": "node_order",
 }
 
 
@@ -96,6 +100,8 @@ class Session:
     # Lahar: why each queue or job could not get more this cycle, filled by actions and plugins
     notes: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     queue_attrs: dict[str, Any] = field(default_factory=dict)
+    node_index: Any = None
+    _enabled_cache: dict[str, list] = field(default_factory=dict)
 
     # ----------------------------------------------------------------- registration
 
@@ -105,6 +111,7 @@ class Session:
 
     def add(self, kind: str, plugin: str, fn: Callable) -> None:
         self.fns.setdefault(kind, {})[plugin] = fn
+        self._enabled_cache.pop(kind, None)
 
     def add_event_handler(self, handler: EventHandler) -> None:
         self.event_handlers.append(handler)
@@ -112,16 +119,23 @@ class Session:
     def action_arguments(self, action: str) -> Arguments:
         return self.conf.action_arguments(action)
 
-    def _enabled(self, kind: str) -> Iterable[tuple[Tier, PluginOption, Callable]]:
+    def _enabled(self, kind: str) -> list[tuple[Tier, PluginOption, Callable]]:
+        """The enabled callbacks of one kind, in tier order (computed once per kind)."""
+        cached = self._enabled_cache.get(kind)
+        if cached is not None:
+            return cached
         flag = CALLBACK_FLAGS[kind]
         registry = self.fns.get(kind, {})
+        found = []
         for tier in self.tiers:
             for option in tier.plugins:
                 if flag is not None and not option.enabled(flag):
                     continue
                 fn = registry.get(option.name)
                 if fn is not None:
-                    yield tier, option, fn
+                    found.append((tier, option, fn))
+        self._enabled_cache[kind] = found
+        return found
 
     def note(self, key: str, **entry: Any) -> None:
         """Record a reason why ``key`` (a job uid or ``queue/<name>``) did not progress."""
@@ -312,8 +326,60 @@ class Session:
         codes = (StatusCode.UNSCHEDULABLE_AND_UNRESOLVABLE, StatusCode.ERROR, StatusCode.SKIP, StatusCode.WAIT)
         return fit if fit.has(*codes) else None
 
+    def vector_predicate_parts(self, task: TaskInfo) -> tuple[np.ndarray, bool] | None:
+        """(static mask, pod limit) over the node index: nodes that pass every predicate plugin
+        apart from the pod count, and whether the pod count applies. None when some enabled
+        predicate has no vector form (callers then test node by node)."""
+        scalar = self._enabled("predicate")
+        vector = {option.name: fn for _, option, fn in self._enabled("vector_predicate")}
+        if self.node_index is None or any(option.name not in vector for _, option, _ in scalar):
+            return None
+        mask = np.ones(len(self.node_index.nodes), dtype=bool)
+        pod_limit = False
+        for fn in vector.values():
+            static, limit = fn(task, self.node_index)
+            mask &= static
+            pod_limit = pod_limit or limit
+        return mask, pod_limit
+
+    def vector_predicate(self, task: TaskInfo) -> np.ndarray | None:
+        """A boolean array over the node index of nodes passing every predicate plugin, or None."""
+        parts = self.vector_predicate_parts(task)
+        if parts is None:
+            return None
+        static, pod_limit = parts
+        index = self.node_index
+        return static & (index.max_pods > index.pods) if pod_limit else static
+
+    def scores_for_rows(self, task: TaskInfo, rows: np.ndarray) -> np.ndarray:
+        """Summed node-order scores for the given rows of the node index."""
+        index = self.node_index
+        total = np.zeros(len(rows))
+        vector = {option.name: fn for _, option, fn in self._enabled("vector_node_order")}
+        for _, option, fn in self._enabled("node_order"):
+            if option.name in vector:
+                total += vector[option.name](task, index, rows)
+            else:
+                total += np.array([fn(task, index.nodes[r]) for r in rows], dtype=float)
+        for _, _, fn in self._enabled("batch_node_order"):
+            by_name = fn(task, [index.nodes[r] for r in rows])
+            total += np.array([by_name.get(index.nodes[r].name, 0.0) for r in rows])
+        return total
+
+    def score_node(self, task: TaskInfo, node: NodeInfo) -> float:
+        """The summed node-order score of one node (same values as ``scores_for_rows``)."""
+        total = 0.0
+        for _, _, fn in self._enabled("node_order"):
+            total += fn(task, node)
+        for _, _, fn in self._enabled("batch_node_order"):
+            total += fn(task, [node]).get(node.name, 0.0)
+        return total
+
     def node_scores(self, task: TaskInfo, nodes: list[NodeInfo]) -> dict[str, float]:
         """Sum of every enabled node-order and batch-node-order score, per node name."""
+        if self.node_index is not None:
+            rows = np.array([self.node_index.row[n.name] for n in nodes], dtype=int)
+            return dict(zip((n.name for n in nodes), self.scores_for_rows(task, rows).tolist()))
         scores = {node.name: 0.0 for node in nodes}
         for _, _, fn in self._enabled("batch_node_order"):
             for name, score in fn(task, nodes).items():

@@ -8,6 +8,8 @@ scores 0. Arguments: ``binpack.weight`` (1), ``binpack.cpu`` (1), ``binpack.memo
 
 from __future__ import annotations
 
+import numpy as np
+
 from lahar.scheduler.api import NodeInfo, TaskInfo
 from lahar.scheduler.framework.session import Session
 from lahar.scheduler.plugins.base import Plugin
@@ -27,6 +29,29 @@ class BinpackPlugin(Plugin):
                 self.resources[name.strip()] = weight if weight >= 0 else 1
         if self.weight:
             ssn.add("node_order", self.name, self.score)
+            ssn.add("vector_node_order", self.name, self.vector)
+
+    def vector(self, task: TaskInfo, index, rows: np.ndarray) -> np.ndarray:
+        """``score`` for many nodes at once."""
+        total, weights = np.zeros(len(rows)), 0
+        overflow = np.zeros(len(rows), dtype=bool)
+        for name in task.resreq.resource_names():
+            request = task.resreq.get(name)
+            weight = self.resources.get(name)
+            if not request or weight is None:
+                continue
+            col = index.dims.get(name)
+            weights += weight
+            if col is None or weight == 0:
+                continue
+            capacity, used = index.alloc[rows, col], index.used[rows, col]
+            with np.errstate(divide="ignore", invalid="ignore"):
+                part = np.where(capacity > 0, (request + used) * weight / capacity, 0.0)
+            overflow |= (capacity > 0) & (request + used > capacity)
+            total += part
+        if weights > 0:
+            total = total / weights
+        return np.where(overflow, 0.0, total * 100 * self.weight)
 
     def score(self, task: TaskInfo, node: NodeInfo) -> float:
         total, weights = 0.0, 0

@@ -7,7 +7,7 @@ still no larger than the victim's.
 
 from __future__ import annotations
 
-from lahar.resources import Resource, share
+from lahar.resources import MIN_RESOURCE, Resource, share
 from lahar.scheduler.api import TaskInfo, allocated_status
 from lahar.scheduler.framework.session import EventHandler, PERMIT, Session
 from lahar.scheduler.plugins.base import Plugin
@@ -35,7 +35,13 @@ class DrfPlugin(Plugin):
         ssn.add_event_handler(EventHandler(self._event(ssn, 1), self._event(ssn, -1)))
 
     def _share(self, allocated: Resource) -> float:
-        return max([0.0] + [share(allocated.get(n), self.total.get(n)) for n in self.total.resource_names()])
+        best = 0.0
+        for name, total in self.total.dims():
+            if total >= MIN_RESOURCE:
+                ratio = share(allocated.get(name), total)
+                if ratio > best:
+                    best = ratio
+        return best
 
     def _job_order(self, left, right) -> int:
         ls, rs = self.shares.get(left.uid, 0.0), self.shares.get(right.uid, 0.0)

@@ -7,6 +7,10 @@ arguments (``leastrequested.weight`` 1, ``mostrequested.weight`` 0, ``balancedre
 
 from __future__ import annotations
 
+import math
+
+import numpy as np
+
 from lahar.scheduler.api import NodeInfo, TaskInfo
 from lahar.scheduler.framework.session import Session
 from lahar.scheduler.plugins.base import Plugin
@@ -14,12 +18,10 @@ from lahar.scheduler.plugins.base import Plugin
 MAX_NODE_SCORE = 100
 
 
-def _fractions(task: TaskInfo, node: NodeInfo) -> list[tuple[float, float]]:
+def _fractions(task: TaskInfo, node: NodeInfo) -> tuple[tuple[float, float], tuple[float, float]]:
     """(requested, allocatable) for cpu and memory after placing ``task``."""
-    out = []
-    for name in ("cpu", "memory"):
-        out.append((node.used.get(name) + task.resreq.get(name), node.allocatable.get(name)))
-    return out
+    used, alloc, ask = node.used, node.allocatable, task.resreq
+    return (used.milli_cpu + ask.milli_cpu, alloc.milli_cpu), (used.memory + ask.memory, alloc.memory)
 
 
 def least_requested(task: TaskInfo, node: NodeInfo) -> float:
@@ -33,10 +35,13 @@ def most_requested(task: TaskInfo, node: NodeInfo) -> float:
 
 
 def balanced_resource(task: TaskInfo, node: NodeInfo) -> float:
-    fractions = [min(req / cap, 1.0) if cap > 0 else 0.0 for req, cap in _fractions(task, node)]
-    mean = sum(fractions) / len(fractions)
-    std = (sum((f - mean) ** 2 for f in fractions) / len(fractions)) ** 0.5
-    return float(int((1 - std) * MAX_NODE_SCORE))
+    (cpu_req, cpu_cap), (mem_req, mem_cap) = _fractions(task, node)
+    f0 = min(cpu_req / cpu_cap, 1.0) if cpu_cap > 0 else 0.0
+    f1 = min(mem_req / mem_cap, 1.0) if mem_cap > 0 else 0.0
+    mean = (f0 + f1) / 2
+    d0, d1 = f0 - mean, f1 - mean
+    std = math.sqrt((d0 * d0 + d1 * d1) / 2)  # numpy's std, step for step
+    return float(math.trunc((1 - std) * MAX_NODE_SCORE))
 
 
 class NodeOrderPlugin(Plugin):
@@ -51,7 +56,42 @@ class NodeOrderPlugin(Plugin):
         active = [(fn, w) for fn, w in weights.items() if w]
 
         def score(task: TaskInfo, node: NodeInfo) -> float:
-            return sum(fn(task, node) * w for fn, w in active)
+            total = 0.0
+            for fn, w in active:
+                total += fn(task, node) * w
+            return total
+
+        vectors = {least_requested: _least_vec, most_requested: _most_vec, balanced_resource: _balanced_vec}
+
+        def vector(task: TaskInfo, index, rows: np.ndarray) -> np.ndarray:
+            req, cap = _columns(task, index, rows)
+            return sum((vectors[fn](req, cap) * w for fn, w in active), np.zeros(len(rows)))
 
         if active:
             ssn.add("node_order", self.name, score)
+            ssn.add("vector_node_order", self.name, vector)
+
+
+def _columns(task: TaskInfo, index, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Requested (used + task) and allocatable cpu and memory for the rows: arrays of shape (n, 2)."""
+    ask = np.array([task.resreq.milli_cpu, task.resreq.memory])
+    return index.used[rows, :2] + ask, index.alloc[rows, :2]
+
+
+def _least_vec(req: np.ndarray, cap: np.ndarray) -> np.ndarray:
+    with np.errstate(divide="ignore", invalid="ignore"):
+        per = np.where((cap > 0) & (req <= cap), np.floor_divide((cap - req) * MAX_NODE_SCORE, cap), 0.0)
+    return np.floor_divide(per.sum(axis=1), 2)
+
+
+def _most_vec(req: np.ndarray, cap: np.ndarray) -> np.ndarray:
+    with np.errstate(divide="ignore", invalid="ignore"):
+        per = np.where((cap > 0) & (req <= cap), np.floor_divide(req * MAX_NODE_SCORE, cap), 0.0)
+    return np.floor_divide(per.sum(axis=1), 2)
+
+
+def _balanced_vec(req: np.ndarray, cap: np.ndarray) -> np.ndarray:
+    with np.errstate(divide="ignore", invalid="ignore"):
+        fractions = np.where(cap > 0, np.minimum(req / cap, 1.0), 0.0)
+    std = fractions.std(axis=1)
+    return np.trunc((1 - std) * MAX_NODE_SCORE)

@@ -7,6 +7,10 @@ Resource fit itself is checked by the actions, against ``FutureIdle``.
 
 from __future__ import annotations
 
+import json
+
+import numpy as np
+
 from lahar.scheduler.api import FitError, NodeInfo, PredicateError, StatusCode, TaskInfo
 from lahar.scheduler.framework.session import Session
 from lahar.scheduler.plugins.base import Plugin
@@ -22,6 +26,20 @@ class PredicatesPlugin(Plugin):
 
     def on_session_open(self, ssn: Session) -> None:
         ssn.add("predicate", self.name, predicate)
+        ssn.add("vector_predicate", self.name, self.vector)
+        self._static: dict[str, np.ndarray] = {}
+
+    def vector(self, task: TaskInfo, index) -> tuple[np.ndarray, bool]:
+        """``predicate`` over every node of the index at once: the part that cannot change during
+        a session (unschedulable, selector, taints), cached per pod signature, and whether the
+        pod count (which does change) must also stay below the node's ``pods`` allocatable."""
+        spec = task.pod.spec if task.pod is not None else None
+        signature = json.dumps([spec.node_selector, spec.tolerations] if spec else None, sort_keys=True)
+        static = self._static.get(signature)
+        if static is None:
+            static = np.array([_static_ok(task, node) for node in index.nodes], dtype=bool)
+            self._static[signature] = static
+        return static, True
 
 
 def predicate(task: TaskInfo, node: NodeInfo) -> None:
@@ -37,6 +55,18 @@ def predicate(task: TaskInfo, node: NodeInfo) -> None:
     for taint in node.taints:
         if taint.get("effect") in ("NoSchedule", "NoExecute") and not any(_tolerates(t, taint) for t in tolerations):
             raise PredicateError(FitError(node.name, [(StatusCode.UNSCHEDULABLE_AND_UNRESOLVABLE, UNTOLERATED_TAINT)]))
+
+
+def _static_ok(task: TaskInfo, node: NodeInfo) -> bool:
+    """Everything ``predicate`` checks except the pod count."""
+    try:
+        saved, node.max_task_num = node.max_task_num, float("inf")
+        predicate(task, node)
+        return True
+    except PredicateError:
+        return False
+    finally:
+        node.max_task_num = saved
 
 
 def _tolerates_unschedulable(task: TaskInfo) -> bool:

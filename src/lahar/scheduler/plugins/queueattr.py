@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from lahar.resources import MAX_FLOAT, Resource, share
+from lahar.resources import MAX_FLOAT, MIN_RESOURCE, Resource, share
 from lahar.scheduler.api import JobInfo, TaskStatus, allocated_status
 from lahar.scheduler.framework.config import Arguments
 
@@ -103,11 +103,15 @@ def inqueue_resource(job: JobInfo, allocated: Resource) -> Resource:
 
 def update_share(attr: QueueAttr, empty_share: float = 0.0) -> None:
     """share = max over deserved's dimensions (>= 0.1, pods included) of allocated / deserved."""
-    names = attr.deserved.resource_names()
-    if not names:
-        attr.share = empty_share
-        return
-    attr.share = max([0.0] + [share(attr.allocated.get(n), attr.deserved.get(n)) for n in names])
+    best, seen = 0.0, False
+    allocated = attr.allocated
+    for name, value in attr.deserved.dims():
+        if value >= MIN_RESOURCE:
+            seen = True
+            ratio = share(allocated.get(name), value)
+            if ratio > best:
+                best = ratio
+    attr.share = best if seen else empty_share
 
 
 def schedulable_states(arguments: Arguments) -> frozenset[str]:

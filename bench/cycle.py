@@ -1,0 +1,76 @@
+"""One full scheduling cycle at scale, from a cold snapshot.
+
+    python bench/cycle.py --nodes 5000 --pods 50000 --queues 100
+    python bench/cycle.py --nodes 5000 --pods 1000 --running 50000 --reclaim
+
+Prints one JSON line: pods placed per second, cycle seconds, peak RSS (and victims with --reclaim).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+from synth import Shape, cluster  # noqa: E402
+
+from lahar.scheduler.cache import ClusterState  # noqa: E402
+from lahar.scheduler.cycle import run_cycle  # noqa: E402
+from lahar.scheduler.framework.config import default_config_text, load_config  # noqa: E402
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--nodes", type=int, default=5000)
+    parser.add_argument("--pods", type=int, default=50000)
+    parser.add_argument("--queues", type=int, default=100)
+    parser.add_argument("--running", type=int, default=0)
+    parser.add_argument("--reclaim", action="store_true")
+    parser.add_argument("--hierarchy", action="store_true")
+    parser.add_argument("--actions", default="enqueue, allocate, backfill")
+    parser.add_argument("--profile", action="store_true")
+    args = parser.parse_args()
+    shape = Shape(nodes=args.nodes, pods=args.pods, queues=args.queues, running=args.running, hierarchy=args.hierarchy)
+    t0 = time.perf_counter()
+    objects = cluster(shape)
+    state = ClusterState.from_objects(objects)
+    build = time.perf_counter() - t0
+    conf = load_config(default_config_text())
+    conf.actions = [a.strip() for a in args.actions.split(",")]
+    t1 = time.perf_counter()
+    if args.profile:
+        from pyinstrument import Profiler
+
+        profiler = Profiler()
+        profiler.start()
+    result = run_cycle(state, conf)
+    seconds = time.perf_counter() - t1
+    if args.profile:
+        profiler.stop()
+        print(profiler.output_text(unicode=False, color=False, show_all=False), file=sys.stderr)
+    placed = sum(1 for d in result.decisions if d.type in ("bind", "pipeline"))
+    print(
+        json.dumps(
+            {
+                "bench": "cycle",
+                "nodes": args.nodes,
+                "pending_pods": args.pods,
+                "queues": args.queues,
+                "placed": placed,
+                "evicted": sum(1 for d in result.decisions if d.type == "evict"),
+                "cycle_seconds": round(seconds, 3),
+                "pods_per_second": round(placed / seconds, 1) if seconds else None,
+                "build_seconds": round(build, 3),
+                "peak_rss_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+            }
+        )
+    )
+
+
+if __name__ == "__main__":
+    main()

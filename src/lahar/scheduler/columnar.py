@@ -1,0 +1,175 @@
+"""Columnar node state: idle, releasing, pipelined, used and allocatable as numpy arrays.
+
+Why: choosing a node for a task means testing the task against every node and scoring the
+ones that fit. Done node by node in Python that is ~10 µs per node, so 50 ms per task at
+5,000 nodes. Here each resource is a column and each node a row, so the fit test and the
+scores over all nodes are a handful of vector operations.
+
+``NodeIndex`` mirrors the ``NodeInfo`` objects, which stay the source of truth: every
+``NodeInfo.add_task`` / ``remove_task`` refreshes that node's row (a few scalar writes), so the
+arrays are always exactly the nodes' values and decisions are the same as the node-by-node path.
+
+Comparisons reproduce ``Resource.less_equal(..., Dim.ZERO)``: a task's cpu and memory are always
+compared, its other resources only where it requests them (a missing node value reads as 0),
+with Volcano's tolerance of 0.1.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from lahar.resources import CPU, MEMORY, MIN_RESOURCE, Resource
+
+if TYPE_CHECKING:
+    from lahar.scheduler.api import NodeInfo
+
+__all__ = ["NodeIndex", "ClassView"]
+
+
+class NodeIndex:
+    def __init__(self, nodes: list["NodeInfo"]) -> None:
+        names = {CPU: 0, MEMORY: 1}
+        for node in nodes:
+            for name in node.allocatable.scalars or {}:
+                names.setdefault(name, len(names))
+        self.dims = names
+        self.nodes = nodes
+        self.row = {node.name: i for i, node in enumerate(nodes)}
+        shape = (len(nodes), len(names))
+        self.alloc = np.zeros(shape)
+        self.idle = np.zeros(shape)
+        self.releasing = np.zeros(shape)
+        self.pipelined = np.zeros(shape)
+        self.used = np.zeros(shape)
+        self.pods = np.zeros(len(nodes))
+        self.max_pods = np.zeros(len(nodes))
+        self._class_cache: dict[tuple, tuple[np.ndarray, np.ndarray] | None] = {}
+        self.changes: list[int] = []
+        self.views: dict[tuple, "ClassView"] = {}
+        for i, node in enumerate(nodes):
+            self._fill(self.alloc[i], node.allocatable)
+            self.max_pods[i] = node.max_task_num
+            self.refresh(node)
+            node.index = self
+
+    def _values(self, res: Resource) -> list[float]:
+        row = [0.0] * len(self.dims)
+        row[0], row[1] = res.milli_cpu, res.memory
+        for name, value in (res.scalars or {}).items():
+            col = self.dims.get(name)
+            if col is not None:
+                row[col] = value
+        return row
+
+    def _fill(self, target: np.ndarray, res: Resource) -> None:
+        target[:] = self._values(res)
+
+    def refresh(self, node: "NodeInfo") -> None:
+        """Copy one node's current values into its row."""
+        i = self.row[node.name]
+        self.idle[i] = self._values(node.idle)
+        self.releasing[i] = self._values(node.releasing)
+        self.pipelined[i] = self._values(node.pipelined)
+        self.used[i] = self._values(node.used)
+        self.pods[i] = len(node.tasks)
+        self.changes.append(i)
+
+    def request(self, res: Resource) -> tuple[np.ndarray, np.ndarray] | None:
+        """(columns to compare, request values) for a task; None if it asks for a resource no node has."""
+        key = (res.milli_cpu, res.memory, tuple(sorted((res.scalars or {}).items())))
+        if key in self._class_cache:
+            return self._class_cache[key]
+        cols, values = [0, 1], [res.milli_cpu, res.memory]
+        for name, value in (res.scalars or {}).items():
+            col = self.dims.get(name)
+            if col is None:
+                if value >= MIN_RESOURCE:
+                    self._class_cache[key] = None
+                    return None
+                continue
+            cols.append(col)
+            values.append(value)
+        out = (np.array(cols), np.array(values))
+        self._class_cache[key] = out
+        return out
+
+    @staticmethod
+    def _fits(values: np.ndarray, room: np.ndarray) -> np.ndarray:
+        return ((values < room) | (np.abs(values - room) < MIN_RESOURCE)).all(axis=1)
+
+    def fits_future(self, req: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
+        cols, values = req
+        room = self.idle[:, cols] + self.releasing[:, cols] - self.pipelined[:, cols]
+        return self._fits(values, room)
+
+    def fits_idle(self, req: tuple[np.ndarray, np.ndarray], rows: np.ndarray) -> np.ndarray:
+        cols, values = req
+        return self._fits(values, self.idle[np.ix_(rows, cols)])
+
+    def first_short_dimension(self, req: tuple[np.ndarray, np.ndarray], rows: np.ndarray) -> list[str]:
+        """For each row, the first resource (in the task's order) that does not fit ``FutureIdle``."""
+        cols, values = req
+        room = self.idle[np.ix_(rows, cols)] + self.releasing[np.ix_(rows, cols)] - self.pipelined[np.ix_(rows, cols)]
+        short = ~((values < room) | (np.abs(values - room) < MIN_RESOURCE))
+        names = {col: name for name, col in self.dims.items()}
+        first = short.argmax(axis=1)
+        return [names[int(cols[k])] for k in first]
+
+
+def _fits_row(values: list[float], room: list[float]) -> bool:
+    """``_fits`` for one row, in plain Python (the same comparisons on the same floats)."""
+    for want, have in zip(values, room):
+        if not (want < have or abs(want - have) < MIN_RESOURCE):
+            return False
+    return True
+
+
+class ClassView:
+    """Fit masks, predicate mask and node scores for one request class, kept current row by row.
+
+    A *class* is every task with the same request and the same placement constraints. Its masks
+    and scores change only on nodes whose rows changed since the class last looked, so a
+    placement costs a few scalar updates instead of a pass over all nodes. The whole arrays are
+    built with vector operations once; changed rows are redone with the scalar functions, which
+    compute exactly the same values.
+    """
+
+    def __init__(self, index: NodeIndex, req: tuple[np.ndarray, np.ndarray], static: np.ndarray, pod_limit: bool, scorer, row_score) -> None:
+        self.index, self.req = index, req
+        self.row_score = row_score
+        self.position = len(index.changes)
+        every = np.arange(len(index.nodes))
+        self.fits_future = index.fits_future(req)
+        self.fits_idle = index.fits_idle(req, every)
+        self.static, self.pod_limit = static, pod_limit
+        self.allowed = static & (index.max_pods > index.pods) if pod_limit else static.copy()
+        self.scores = scorer(every) if len(every) else np.zeros(0)
+        self._cols, self._values = req[0].tolist(), req[1].tolist()
+
+    def sync(self) -> None:
+        index = self.index
+        if self.position == len(index.changes):
+            return
+        rows = set(index.changes[self.position:])
+        self.position = len(index.changes)
+        cols, values = self._cols, self._values
+        for k in rows:
+            idle, releasing, pipelined = index.idle[k].tolist(), index.releasing[k].tolist(), index.pipelined[k].tolist()
+            self.fits_idle[k] = _fits_row(values, [idle[c] for c in cols])
+            self.fits_future[k] = _fits_row(values, [idle[c] + releasing[c] - pipelined[c] for c in cols])
+            allowed = bool(self.static[k]) and (not self.pod_limit or index.max_pods[k] > index.pods[k])
+            self.allowed[k] = allowed
+            if allowed and self.fits_future[k]:
+                self.scores[k] = self.row_score(index.nodes[k])
+
+    def choose(self) -> int | None:
+        """The best row: among nodes with idle room first, else with future room; ties to the lowest row."""
+        self.sync()
+        candidates = self.fits_future & self.allowed
+        if not candidates.any():
+            return None
+        idle = candidates & self.fits_idle
+        use = idle if idle.any() else candidates
+        return int(np.argmax(np.where(use, self.scores, -np.inf)))
