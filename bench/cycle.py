@@ -41,7 +41,7 @@ def main() -> None:
     state = ClusterState.from_objects(objects)
     build = time.perf_counter() - t0
     conf = load_config(default_config_text())
-    conf.actions = [a.strip() for a in args.actions.split(",")]
+    conf.actions = [a.strip() for a in (args.actions if not args.reclaim else "enqueue, allocate, reclaim").split(",")]
     t1 = time.perf_counter()
     if args.profile:
         from pyinstrument import Profiler

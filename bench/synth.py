@@ -103,7 +103,74 @@ def priority_classes() -> list[PriorityClass]:
     return [PriorityClass.model_validate({"metadata": {"name": n}, "value": v}) for n, v in (("low", 10), ("normal", 100), ("high", 1000))]
 
 
+def place_running(objects: list, node_list: list[Node]) -> None:
+    """Bind the pods of ``objects`` first-fit onto the nodes (cpu only), marking them Running."""
+    free = [float(n.allocatable["cpu"]) for n in node_list]
+    slots = [110] * len(node_list)
+    k = 0
+    for obj in objects:
+        if not isinstance(obj, Pod):
+            continue
+        need = float(obj.spec.containers[0].resources.requests["cpu"])
+        gpu = "nvidia.com/gpu" in obj.spec.containers[0].resources.requests
+        for step in range(len(node_list)):
+            i = (k + step) % len(node_list)
+            if free[i] >= need and slots[i] > 0 and (not gpu or i % 5 == 0):
+                free[i] -= need
+                slots[i] -= 1
+                obj.spec.node_name = node_list[i].name
+                obj.status.phase = "Running"
+                k = i
+                break
+
+
+def full_cluster(node_list: list[Node], busy_queues: list[str], running: int) -> list:
+    """``running`` single-task jobs spread evenly over the nodes, filling every node's cpu."""
+    per_node = max(1, running // len(node_list))
+    objects: list = []
+    for i, node in enumerate(node_list):
+        cpu = float(node.allocatable["cpu"]) * 1000 / per_node
+        for j in range(per_node):
+            name = f"busy-{i:05d}-{j}"
+            objects.append(PodGroup.model_validate({"metadata": {"name": name, "namespace": "bench"}, "spec": {"queue": busy_queues[(i * per_node + j) % len(busy_queues)], "minMember": 1}, "status": {"phase": "Running"}}))
+            objects.append(
+                Pod.model_validate(
+                    {
+                        "metadata": {"name": f"{name}-w-0", "namespace": "bench", "annotations": {"scheduling.k8s.io/group-name": name}},
+                        "spec": {"nodeName": node.name, "containers": [{"name": "c", "resources": {"requests": {"cpu": f"{int(cpu)}m", "memory": "1Gi"}}}]},
+                        "status": {"phase": "Running"},
+                    }
+                )
+            )
+    return objects
+
+
+def single_tasks(queue: str, count: int, cpu: str) -> list:
+    objects: list = []
+    for j in range(count):
+        name = f"want-{j:05d}"
+        objects.append(PodGroup.model_validate({"metadata": {"name": name, "namespace": "bench"}, "spec": {"queue": queue, "minMember": 1}, "status": {"phase": "Inqueue"}}))
+        objects.append(
+            Pod.model_validate(
+                {
+                    "metadata": {"name": f"{name}-w-0", "namespace": "bench", "annotations": {"scheduling.k8s.io/group-name": name}},
+                    "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": cpu, "memory": "1Gi"}}}]},
+                    "status": {"phase": "Pending"},
+                }
+            )
+        )
+    return objects
+
+
 def cluster(shape: Shape) -> list:
     rng = random.Random(shape.seed)
     qs = queues(shape, rng)
-    return [*priority_classes(), *qs, *nodes(shape, rng), *workload(shape, leaf_queues(qs), rng, shape.pods, "Pending")]
+    leaves = leaf_queues(qs)
+    node_list = nodes(shape, rng)
+    objects = [*priority_classes(), *qs, *node_list]
+    if shape.running:
+        objects += full_cluster(node_list, leaves[:-1], shape.running)
+        objects += single_tasks(leaves[-1], shape.pods, "6400m")
+    else:
+        objects += workload(shape, leaves, rng, shape.pods, "Pending")
+    return objects

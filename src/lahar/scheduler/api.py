@@ -458,6 +458,7 @@ class NodeInfo:
         self.ready = ready
         self.max_task_num = allocatable.max_task_num
         self.index = None  # a columnar NodeIndex mirroring this node, when a session built one
+        self.version = 0  # bumped on every task added or removed
         self.tasks: dict[str, TaskInfo] = {}
         self._accounted: dict[str, TaskStatus] = {}
 
@@ -482,6 +483,7 @@ class NodeInfo:
         task.node_name = self.name
         self.tasks[key] = task
         self._accounted[key] = status
+        self.version += 1
         if self.index is not None:
             self.index.refresh(self)
 
@@ -500,6 +502,7 @@ class NodeInfo:
             self.idle.add(task.resreq)
             self.used.sub(task.resreq)
         del self.tasks[key]
+        self.version += 1
         if self.index is not None:
             self.index.refresh(self)
 

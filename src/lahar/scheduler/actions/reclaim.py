@@ -28,6 +28,7 @@ def execute(ssn: Session) -> None:
     minimal = args.get_bool("minimalVictims", False)
     protect = args.get_bool("protectDeserved", False)
     queues, preemptors, tasks = _starving(ssn)
+    failed: dict[tuple, int] = {}
     while not queues.empty():
         queue = queues.pop()
         if ssn.overused(queue):
@@ -46,7 +47,7 @@ def execute(ssn: Session) -> None:
                     continue
                 if ssn.pre_predicate(task):
                     continue
-                _reclaim_for_task(ssn, stmt, task, job, minimal, protect)
+                _reclaim_for_task(ssn, stmt, task, job, minimal, protect, failed)
             if ssn.job_pipelined(job):
                 stmt.commit()
             else:
@@ -87,22 +88,38 @@ def _reclaimees(ssn: Session, node, job: JobInfo) -> list[TaskInfo]:
     return out
 
 
-def _reclaim_for_task(ssn: Session, stmt: Statement, task: TaskInfo, job: JobInfo, minimal: bool, protect: bool) -> None:
+def _reclaim_for_task(
+    ssn: Session, stmt: Statement, task: TaskInfo, job: JobInfo, minimal: bool, protect: bool, failed: dict[tuple, int]
+) -> None:
+    """Find the first node where evicting victims makes room for ``task``; pipeline it there.
+
+    ``failed`` remembers (node, queue, request) combinations that found no room, with the node's
+    version at the time: during reclaim, victim queues only shrink, so such a node can only
+    work again once its own tasks change. Skipping it saves rescanning a full cluster per task.
+    """
+    request_key = (job.queue, task.init_resreq.milli_cpu, task.init_resreq.memory, tuple(sorted((task.init_resreq.scalars or {}).items())))
     for node in ssn.filter_unresolvable(task):
+        key = (node.name, *request_key)
+        if failed.get(key) == node.version:
+            continue
         if ssn.predicate_for_preempt(task, node) is not None:
+            failed[key] = node.version
             continue
         reclaimees = _reclaimees(ssn, node, job)
         if not reclaimees:
+            failed[key] = node.version
             continue
         victims = ssn.reclaimable(task, reclaimees) or []
         room = node.future_idle()
         for victim in victims:
             room.add(victim.resreq)
         if not task.init_resreq.less_equal(room, Dim.ZERO):
+            failed[key] = node.version
             continue
         ordered = ssn.build_victims_queue(victims, task)
         chosen = _choose(ssn, ordered, node.future_idle(), task, minimal, protect)
         if chosen is None:
+            failed[key] = node.version
             continue
         node_stmt = Statement(ssn)
         for victim in chosen:
@@ -110,7 +127,8 @@ def _reclaim_for_task(ssn: Session, stmt: Statement, task: TaskInfo, job: JobInf
         node_stmt.pipeline(task, node.name, bool(chosen))
         stmt.merge(node_stmt)
         return
-    ssn.note(job.uid, kind="reclaim-failed", task=task.key, unreclaimable=_unreclaimable(ssn, job))
+    if not any(n.get("kind") == "reclaim-failed" for n in ssn.notes.get(job.uid, [])):
+        ssn.note(job.uid, kind="reclaim-failed", task=task.key, unreclaimable=_unreclaimable(ssn, job))
 
 
 def _unreclaimable(ssn: Session, job: JobInfo) -> list[str]:

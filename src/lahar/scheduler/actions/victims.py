@@ -67,8 +67,13 @@ def _prune(taken: list[TaskInfo], available: Resource, request: Resource) -> lis
 
 
 def keeps_deserved(ssn: Session) -> Callable[[TaskInfo, dict[str, Resource]], bool]:
-    """A victim is allowed only if its queue stays at or above its deserved share on the
-    dimensions the victim uses (``given`` holds what each job already gives up in this choice)."""
+    """A victim is allowed only if its queue's share stays at or above 1 once the victim (and
+    what the queue already gives up in this choice, ``given`` per job) is gone.
+
+    The share is the largest ratio, over the resources the queue deserves (``pods`` aside), of
+    allocated to deserved: a queue above its share in cpu may give cpu back even where its
+    memory is exactly at its deserved amount.
+    """
 
     def allowed(victim: TaskInfo, given: dict[str, Resource]) -> bool:
         job = ssn.jobs.get(victim.job)
@@ -84,11 +89,7 @@ def keeps_deserved(ssn: Session) -> Callable[[TaskInfo, dict[str, Resource]], bo
             other = ssn.jobs.get(other_job)
             if other is not None and other.queue == job.queue:
                 after.sub(amount)
-        for name in victim.resreq.resource_names():
-            if name == "pods" or deserved.get(name) < MIN_RESOURCE:
-                continue
-            if after.get(name) < deserved.get(name) - MIN_RESOURCE:
-                return False
-        return True
+        ratios = [after.get(name) / value for name, value in deserved.dims() if name != "pods" and value >= MIN_RESOURCE]
+        return not ratios or max(ratios) >= 1.0 - 1e-9
 
     return allowed

@@ -64,10 +64,11 @@ for _flag, _key in FLAGS.items():
     _KEY_TO_FLAG["enabled" + _stem] = _flag
 
 KNOWN_ACTIONS = ("enqueue", "allocate", "backfill", "preempt", "reclaim")
-KNOWN_PLUGINS = (
+# Plugin names a configuration may use; ``lahar.scheduler.plugins.register`` adds to it.
+KNOWN_PLUGINS: list[str] = [
     "priority", "gang", "conformance", "proportion", "capacity", "overcommit", "drf",
     "predicates", "nodeorder", "binpack",
-)  # fmt: skip
+]  # fmt: skip
 
 
 class Arguments(dict):

@@ -20,4 +20,15 @@ PLUGINS: dict[str, type[Plugin]] = {
     )
 }  # fmt: skip
 
-__all__ = ["PLUGINS", "Plugin"]
+
+
+def register(cls: type[Plugin]) -> None:
+    """Make a plugin class available to configurations under ``cls.name`` (tests, extensions)."""
+    from lahar.scheduler.framework.config import KNOWN_PLUGINS
+
+    PLUGINS[cls.name] = cls
+    if cls.name not in KNOWN_PLUGINS:
+        KNOWN_PLUGINS.append(cls.name)
+
+
+__all__ = ["PLUGINS", "Plugin", "register"]
