@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from lahar.scheduler.framework.session import PERMIT, REJECT
+from lahar.scheduler.plugins.gang import skip_unschedulable_for_releasing
 from lahar.scheduler.plugins import Plugin, register
 
 
@@ -20,5 +21,17 @@ register(RejecterPlugin)
 
 
 def check_callbacks(ssn, callbacks: list[dict]) -> None:
+    """Run each call in order on the open session; compare ``result`` where given."""
     for call in callbacks:
-        raise NotImplementedError(f"callback check {call.get('fn')} not supported yet")
+        fn = call["fn"]
+        job = ssn.jobs[call["job"]] if "job" in call else None
+        if fn == "jobEnqueued":
+            ssn.job_enqueued(job)
+            continue
+        if fn == "jobEnqueueable":
+            got = ssn.job_enqueueable(job)
+        elif fn == "gangShouldSkipUnschedulableForReleasing":
+            got = skip_unschedulable_for_releasing(job)
+        else:
+            raise AssertionError(f"unknown callback {fn!r} in scenario")
+        assert got == call["result"], f"{fn}({call.get('job')}) = {got}, want {call['result']}"

@@ -180,8 +180,6 @@ def _parse_actions(value: Any) -> list[str]:
     else:
         names = [part.strip() for part in str(value or "").split(",")]
     names = [n for n in names if n]
-    if not names:
-        raise BadRequest("actions: Required value: list the actions to run, e.g. \"enqueue, allocate, backfill\"")
     for name in names:
         if name not in KNOWN_ACTIONS:
             raise BadRequest(f'actions: Unsupported value: "{name}": supported actions: {", ".join(KNOWN_ACTIONS)}')

@@ -7,7 +7,7 @@ session close every job that is not ready gets an ``Unschedulable`` condition sa
 
 from __future__ import annotations
 
-from lahar.scheduler.api import JobInfo, TaskInfo, TaskStatus
+from lahar.scheduler.api import JobInfo, TaskInfo, TaskStatus, scheduled_status
 from lahar.scheduler.framework.session import PERMIT, REJECT, Session
 from lahar.scheduler.plugins.base import Plugin
 
@@ -51,6 +51,8 @@ class GangPlugin(Plugin):
                 continue
             if job.is_ready():
                 _set_condition(ssn, job, SCHEDULED, "tasks in gang are ready to be scheduled", "")
+                continue
+            if skip_unschedulable_for_releasing(job):
                 continue
             unready = job.min_available - job.ready_task_num()
             message = f"{unready}/{len(job.tasks)} tasks in gang unschedulable: {fit_error(job)}"
@@ -99,5 +101,13 @@ def fit_error(job: JobInfo) -> str:
     return message
 
 
-def scheduled_after_close(job: JobInfo) -> int:
-    return job.ready_task_num() + job.count(TaskStatus.PIPELINED)
+def skip_unschedulable_for_releasing(job: JobInfo) -> bool:
+    """A gang whose missing members are only terminating on their nodes is not unschedulable:
+    some task is Releasing on a node, none is Pending or Pipelined, and the scheduled tasks plus
+    those releasing ones reach minMember (Volcano's ``shouldSkipUnschedulableForReleasing``)."""
+    releasing = sum(1 for task in job.tasks_in(TaskStatus.RELEASING) if task.node_name)
+    if releasing == 0 or job.count(TaskStatus.PENDING) or job.count(TaskStatus.PIPELINED):
+        return False
+    scheduled = sum(len(tasks) for status, tasks in job.status_index.items() if scheduled_status(status))
+    minimum = job.podgroup.spec.min_member if job.podgroup is not None else job.min_available
+    return scheduled + releasing >= minimum
