@@ -513,6 +513,16 @@ class NodeInfo:
     def pod_count(self) -> int:
         return len(self.tasks)
 
+    def clone_with(self, tasks: dict[str, "TaskInfo"]) -> "NodeInfo":
+        """A copy whose task entries are the given copies (by uid), accounting copied as is."""
+        twin = self.clone_empty()
+        twin.idle, twin.used = self.idle.clone(), self.used.clone()
+        twin.releasing, twin.pipelined = self.releasing.clone(), self.pipelined.clone()
+        for key, task in self.tasks.items():
+            twin.tasks[key] = tasks.get(task.uid) or task.clone()
+        twin._accounted = dict(self._accounted)
+        return twin
+
     def clone_empty(self) -> "NodeInfo":
         """The same node with none of its tasks (a session re-adds its own clones)."""
         return NodeInfo(

@@ -235,12 +235,8 @@ class ClusterState:
         by_uid = {t.uid: t for job in jobs.values() for t in job.tasks.values()}
         nodes: dict[str, NodeInfo] = {}
         for name, node in self.nodes.items():
-            if not node.ready:
-                continue
-            twin = node.clone_empty()
-            for task in node.tasks.values():
-                twin.add_task(by_uid.get(task.uid) or task.clone())
-            nodes[name] = twin
+            if node.ready:
+                nodes[name] = node.clone_with(by_uid)
         return jobs, nodes, list(nodes.values()), dict(self.queues)
 
 

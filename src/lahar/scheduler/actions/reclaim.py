@@ -128,18 +128,21 @@ def _reclaim_for_task(
         stmt.merge(node_stmt)
         return
     if not any(n.get("kind") == "reclaim-failed" for n in ssn.notes.get(job.uid, [])):
-        ssn.note(job.uid, kind="reclaim-failed", task=task.key, unreclaimable=_unreclaimable(ssn, job))
+        blocked = sorted(q for q in _unreclaimable(ssn) if q != job.queue)
+        ssn.note(job.uid, kind="reclaim-failed", task=task.key, unreclaimable=blocked)
 
 
-def _unreclaimable(ssn: Session, job: JobInfo) -> list[str]:
-    """Other queues holding running tasks that reclaim may not touch (reclaimable: false)."""
-    names = set()
-    for node in ssn.node_list:
-        for task in node.tasks.values():
-            owner = ssn.jobs.get(task.job)
-            if owner is not None and owner.queue != job.queue and not ssn.queues[owner.queue].reclaimable():
-                names.add(owner.queue)
-    return sorted(names)
+def _unreclaimable(ssn: Session) -> set[str]:
+    """Queues holding running tasks that reclaim may not touch (reclaimable: false), once per session."""
+    cached = ssn.memo.get("unreclaimable")
+    if cached is None:
+        cached = {
+            job.queue
+            for job in ssn.jobs.values()
+            if job.queue in ssn.queues and not ssn.queues[job.queue].reclaimable() and job.count(TaskStatus.RUNNING)
+        }
+        ssn.memo["unreclaimable"] = cached
+    return cached
 
 
 def _choose(ssn: Session, ordered, available, task: TaskInfo, minimal: bool, protect: bool) -> list[TaskInfo] | None:

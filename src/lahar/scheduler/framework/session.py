@@ -101,6 +101,7 @@ class Session:
     notes: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     queue_attrs: dict[str, Any] = field(default_factory=dict)
     node_index: Any = None
+    memo: dict[str, Any] = field(default_factory=dict)  # per-session caches of actions
     _enabled_cache: dict[str, list] = field(default_factory=dict)
 
     # ----------------------------------------------------------------- registration
