@@ -124,19 +124,24 @@ def place_running(objects: list, node_list: list[Node]) -> None:
                 break
 
 
-def full_cluster(node_list: list[Node], busy_queues: list[str], running: int) -> list:
-    """``running`` single-task jobs spread evenly over the nodes, filling every node's cpu."""
+def full_cluster(node_list: list[Node], busy_queues: list[str], running: int, gang: int = 4) -> list:
+    """``running`` tasks spread evenly over the nodes, filling every node's cpu, as gangs of
+    ``gang`` tasks (each gang's tasks on consecutive slots), spread round-robin over the queues."""
     per_node = max(1, running // len(node_list))
     objects: list = []
+    slot = 0
     for i, node in enumerate(node_list):
         cpu = float(node.allocatable["cpu"]) * 1000 / per_node
         for j in range(per_node):
-            name = f"busy-{i:05d}-{j}"
-            objects.append(PodGroup.model_validate({"metadata": {"name": name, "namespace": "bench"}, "spec": {"queue": busy_queues[(i * per_node + j) % len(busy_queues)], "minMember": 1}, "status": {"phase": "Running"}}))
+            job, member = divmod(slot, gang)
+            slot += 1
+            name = f"busy-{job:06d}"
+            if member == 0:
+                objects.append(PodGroup.model_validate({"metadata": {"name": name, "namespace": "bench"}, "spec": {"queue": busy_queues[job % len(busy_queues)], "minMember": gang}, "status": {"phase": "Running"}}))
             objects.append(
                 Pod.model_validate(
                     {
-                        "metadata": {"name": f"{name}-w-0", "namespace": "bench", "annotations": {"scheduling.k8s.io/group-name": name}},
+                        "metadata": {"name": f"{name}-w-{member}", "namespace": "bench", "annotations": {"scheduling.k8s.io/group-name": name}},
                         "spec": {"nodeName": node.name, "containers": [{"name": "c", "resources": {"requests": {"cpu": f"{int(cpu)}m", "memory": "1Gi"}}}]},
                         "status": {"phase": "Running"},
                     }

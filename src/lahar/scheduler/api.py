@@ -59,6 +59,7 @@ _ALLOCATED = {TaskStatus.BOUND, TaskStatus.BINDING, TaskStatus.RUNNING, TaskStat
 _PREEMPTABLE = {TaskStatus.BOUND, TaskStatus.RUNNING}
 _SCHEDULED = {TaskStatus.RUNNING, TaskStatus.BOUND, TaskStatus.FAILED, TaskStatus.SUCCEEDED}
 _COMPLETED = {TaskStatus.FAILED, TaskStatus.SUCCEEDED}
+_READY = (TaskStatus.BOUND, TaskStatus.BINDING, TaskStatus.RUNNING, TaskStatus.ALLOCATED, TaskStatus.SUCCEEDED)
 
 
 def allocated_status(status: TaskStatus) -> bool:
@@ -130,9 +131,14 @@ class TaskInfo:
         return f"{self.namespace}/{self.name}"
 
     def clone(self) -> "TaskInfo":
+        """A shallow copy (requests and the pod are shared: a session never changes them)."""
         twin = object.__new__(TaskInfo)
-        for slot in TaskInfo.__slots__:
-            setattr(twin, slot, getattr(self, slot))
+        twin.uid, twin.name, twin.namespace, twin.job = self.uid, self.name, self.namespace, self.job
+        twin.role, twin.pod, twin.resreq, twin.init_resreq = self.role, self.pod, self.resreq, self.init_resreq
+        twin.node_name, twin.status, twin.priority, twin.preemptable = self.node_name, self.status, self.priority, self.preemptable
+        twin.best_effort, twin.preemption_policy, twin.creation = self.best_effort, self.preemption_policy, self.creation
+        twin.nominated_node, twin.eviction_occurred, twin.index = self.nominated_node, self.eviction_occurred, self.index
+        twin.critical, twin.duration = self.critical, self.duration
         return twin
 
     def __repr__(self) -> str:
@@ -312,11 +318,8 @@ class JobInfo:
     # ----------------------------------------------------------------- gang counters
 
     def ready_task_num(self) -> int:
-        c = self.count
-        return (
-            c(TaskStatus.BOUND) + c(TaskStatus.BINDING) + c(TaskStatus.RUNNING)
-            + c(TaskStatus.ALLOCATED) + c(TaskStatus.SUCCEEDED)
-        )  # fmt: skip
+        index = self.status_index
+        return sum(len(index[s]) for s in _READY if s in index)
 
     def waiting_task_num(self) -> int:
         return self.count(TaskStatus.PIPELINED)
@@ -412,9 +415,15 @@ class JobInfo:
         return self.min_resources.clone() if self.min_resources is not None else Resource()
 
     def get_elastic_resources(self) -> Resource:
+        """What the job holds above its minResources: per dimension ``max(allocated - min, 0)``."""
+        if self.min_resources is None:
+            allocated = self.allocated
+            out = Resource(max(allocated.milli_cpu, 0.0), max(allocated.memory, 0.0), scalars={})
+            out.scalars = {k: v for k, v in (allocated.scalars or {}).items() if v > 0}
+            return out
         from lahar.resources import exceeded_part
 
-        return exceeded_part(self.allocated, self.get_min_resources())
+        return exceeded_part(self.allocated, self.min_resources)
 
     def clone(self) -> "JobInfo":
         """A deep copy: every task cloned, indexes and sums copied rather than recomputed."""

@@ -108,14 +108,14 @@ class NodeIndex:
         cols, values = req
         return self._fits(values, self.idle[np.ix_(rows, cols)])
 
-    def first_short_dimension(self, req: tuple[np.ndarray, np.ndarray], rows: np.ndarray) -> list[str]:
-        """For each row, the first resource (in the task's order) that does not fit ``FutureIdle``."""
+    def short_dimension_counts(self, req: tuple[np.ndarray, np.ndarray], rows: np.ndarray) -> dict[str, int]:
+        """How many of ``rows`` fail first (in the task's order of resources) on each resource."""
         cols, values = req
         room = self.idle[np.ix_(rows, cols)] + self.releasing[np.ix_(rows, cols)] - self.pipelined[np.ix_(rows, cols)]
         short = ~((values < room) | (np.abs(values - room) < MIN_RESOURCE))
+        first = np.bincount(short.argmax(axis=1), minlength=len(cols))
         names = {col: name for name, col in self.dims.items()}
-        first = short.argmax(axis=1)
-        return [names[int(cols[k])] for k in first]
+        return {names[int(cols[k])]: int(n) for k, n in enumerate(first) if n}
 
 
 def _fits_row(values: list[float], room: list[float]) -> bool:
@@ -147,6 +147,7 @@ class ClassView:
         self.allowed = static & (index.max_pods > index.pods) if pod_limit else static.copy()
         self.scores = scorer(every) if len(every) else np.zeros(0)
         self._cols, self._values = req[0].tolist(), req[1].tolist()
+        self.errors = None  # (position, FitErrors) of the last search that found no node
 
     def sync(self) -> None:
         index = self.index

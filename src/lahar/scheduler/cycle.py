@@ -8,6 +8,8 @@ queue's accounting and, for every job that is not running, a structured reason.
 
 from __future__ import annotations
 
+import gc
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -83,10 +85,29 @@ def close_session(ssn: Session) -> CycleResult:
 
 
 def run_cycle(state: ClusterState, conf: SchedulerConf, now: float = 0.0, uid: str = "cycle-0", columnar: bool = True) -> CycleResult:
-    ssn = open_session(state, conf, now, uid, columnar)
-    for action in conf.actions:
-        ACTIONS[action](ssn)
-    return close_session(ssn)
+    with paused_gc():
+        ssn = open_session(state, conf, now, uid, columnar)
+        for action in conf.actions:
+            ACTIONS[action](ssn)
+        return close_session(ssn)
+
+
+@contextmanager
+def paused_gc():
+    """No cyclic garbage collection during a cycle.
+
+    A cycle allocates many short-lived objects while hundreds of thousands of long-lived ones
+    (the cluster's pods, jobs, nodes) are alive; the collector would walk all of them again and
+    again (measured: over half of a reclaim cycle at 50,000 pods). Reference counting still frees
+    almost everything; the collector catches up after the cycle.
+    """
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 def _record_uncommitted_pipelines(ssn: Session) -> None:

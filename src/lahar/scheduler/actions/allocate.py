@@ -156,7 +156,9 @@ def _choose_node_vector(ssn: Session, task: TaskInfo) -> tuple[NodeInfo | None, 
         )
     row = view.choose()
     if row is None:
-        return None, _vector_errors(ssn, task, req, view.fits_future)
+        if view.errors is None or view.errors[0] != view.position:
+            view.errors = (view.position, _vector_errors(ssn, task, req, view.fits_future))
+        return None, view.errors[1]
     return index.nodes[row], None
 
 
@@ -214,9 +216,8 @@ def _vector_errors(ssn: Session, task: TaskInfo, req, fits: np.ndarray) -> FitEr
     index = ssn.node_index
     errors = FitErrors(total=len(index.nodes))
     short = np.flatnonzero(~fits)
-    for name in index.first_short_dimension(req, short) if len(short) else []:
-        key = f"Insufficient {name}"
-        errors.counts[key] = errors.counts.get(key, 0) + 1
+    if len(short):
+        errors.counts = {f"Insufficient {name}": count for name, count in index.short_dimension_counts(req, short).items()}
     for row in np.flatnonzero(fits):
         node = index.nodes[row]
         fit = ssn.predicate_for_allocate(task, node)

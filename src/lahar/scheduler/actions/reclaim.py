@@ -28,7 +28,7 @@ def execute(ssn: Session) -> None:
     minimal = args.get_bool("minimalVictims", False)
     protect = args.get_bool("protectDeserved", False)
     queues, preemptors, tasks = _starving(ssn)
-    failed: dict[tuple, int] = {}
+    failed: dict[tuple, dict[str, int]] = {}
     while not queues.empty():
         queue = queues.pop()
         if ssn.overused(queue):
@@ -89,7 +89,7 @@ def _reclaimees(ssn: Session, node, job: JobInfo) -> list[TaskInfo]:
 
 
 def _reclaim_for_task(
-    ssn: Session, stmt: Statement, task: TaskInfo, job: JobInfo, minimal: bool, protect: bool, failed: dict[tuple, int]
+    ssn: Session, stmt: Statement, task: TaskInfo, job: JobInfo, minimal: bool, protect: bool, failed: dict[tuple, dict[str, int]]
 ) -> None:
     """Find the first node where evicting victims makes room for ``task``; pipeline it there.
 
@@ -98,28 +98,29 @@ def _reclaim_for_task(
     work again once its own tasks change. Skipping it saves rescanning a full cluster per task.
     """
     request_key = (job.queue, task.init_resreq.milli_cpu, task.init_resreq.memory, tuple(sorted((task.init_resreq.scalars or {}).items())))
+    seen = failed.setdefault(request_key, {})
     for node in ssn.filter_unresolvable(task):
-        key = (node.name, *request_key)
-        if failed.get(key) == node.version:
+        key = node.name
+        if seen.get(key) == node.version:
             continue
         if ssn.predicate_for_preempt(task, node) is not None:
-            failed[key] = node.version
+            seen[key] = node.version
             continue
         reclaimees = _reclaimees(ssn, node, job)
         if not reclaimees:
-            failed[key] = node.version
+            seen[key] = node.version
             continue
         victims = ssn.reclaimable(task, reclaimees) or []
         room = node.future_idle()
         for victim in victims:
             room.add(victim.resreq)
         if not task.init_resreq.less_equal(room, Dim.ZERO):
-            failed[key] = node.version
+            seen[key] = node.version
             continue
         ordered = ssn.build_victims_queue(victims, task)
         chosen = _choose(ssn, ordered, node.future_idle(), task, minimal, protect)
         if chosen is None:
-            failed[key] = node.version
+            seen[key] = node.version
             continue
         node_stmt = Statement(ssn)
         for victim in chosen:

@@ -20,6 +20,7 @@ class DrfPlugin(Plugin):
 
     def on_session_open(self, ssn: Session) -> None:
         self.total = ssn.total_resource.clone()
+        self._dims = [(name, total) for name, total in self.total.dims() if total >= MIN_RESOURCE]
         self.allocated: dict[str, Resource] = {}
         self.shares: dict[str, float] = {}
         for job in ssn.jobs.values():
@@ -36,11 +37,12 @@ class DrfPlugin(Plugin):
 
     def _share(self, allocated: Resource) -> float:
         best = 0.0
-        for name, total in self.total.dims():
-            if total >= MIN_RESOURCE:
-                ratio = share(allocated.get(name), total)
-                if ratio > best:
-                    best = ratio
+        scalars = allocated.scalars or {}
+        for name, total in self._dims:
+            value = allocated.milli_cpu if name == "cpu" else allocated.memory if name == "memory" else scalars.get(name, 0.0)
+            ratio = share(value, total)
+            if ratio > best:
+                best = ratio
         return best
 
     def _job_order(self, left, right) -> int:
