@@ -18,7 +18,7 @@ from __future__ import annotations
 import heapq
 import math
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 from lahar.duration import parse_duration
 from lahar.model.base import LAHAR_AT, ApiObject
@@ -41,7 +41,15 @@ class CycleRecord:
 
 
 class Simulation:
-    def __init__(self, objects: list[ApiObject], conf: SchedulerConf, *, period: float = 1.0, raw: bool = False) -> None:
+    def __init__(
+        self,
+        objects: list[ApiObject],
+        conf: SchedulerConf,
+        *,
+        period: float = 1.0,
+        raw: bool = False,
+        observers: list[Callable[["Simulation", CycleRecord], None]] | None = None,
+    ) -> None:
         if period <= 0:
             raise ValueError("period must be > 0")
         self.conf = conf
@@ -49,7 +57,11 @@ class Simulation:
         self.world = World(raw=raw)
         self.now = 0.0
         self.cycles: list[CycleRecord] = []
+        self.cycle_count = 0
         self.last: CycleResult | None = None
+        # called after every step with (simulation, record): metrics collectors, progress bars
+        self.observers = list(observers or [])
+        self.keep_cycles = True  # False: keep only the last record (long trace replays)
         self._arrivals: list[tuple[float, int, ApiObject]] = []
         for seq, obj in enumerate(o for o in objects if not isinstance(o, SchedulerConfiguration)):
             at = parse_duration(obj.annotations.get(LAHAR_AT, 0)) if obj.annotations.get(LAHAR_AT) else 0.0
@@ -65,12 +77,16 @@ class Simulation:
             self.world.submit(obj, now)
         completed = self.world.complete_due(now)
         self.world.refresh_queues(now)
-        result = run_cycle(self.world.cache, self.conf, now, uid=f"cycle-{len(self.cycles)}")
+        self.cycle_count += 1
+        result = run_cycle(self.world.cache, self.conf, now, uid=f"cycle-{self.cycle_count}")
         self.world.apply(result, now)
         self.world.refresh_queues(now)
         record = CycleRecord(now, result, completed)
-        self.cycles.append(record)
+        if self.keep_cycles:
+            self.cycles.append(record)
         self.last = result
+        for observer in self.observers:
+            observer(self, record)
         return record
 
     def run_cycles(self, count: int) -> None:
