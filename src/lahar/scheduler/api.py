@@ -59,6 +59,10 @@ _ALLOCATED = {TaskStatus.BOUND, TaskStatus.BINDING, TaskStatus.RUNNING, TaskStat
 _PREEMPTABLE = {TaskStatus.BOUND, TaskStatus.RUNNING}
 _SCHEDULED = {TaskStatus.RUNNING, TaskStatus.BOUND, TaskStatus.FAILED, TaskStatus.SUCCEEDED}
 _COMPLETED = {TaskStatus.FAILED, TaskStatus.SUCCEEDED}
+_VALID = (
+    TaskStatus.BOUND, TaskStatus.BINDING, TaskStatus.RUNNING, TaskStatus.ALLOCATED,
+    TaskStatus.SUCCEEDED, TaskStatus.PIPELINED, TaskStatus.PENDING,
+)  # fmt: skip
 _READY = (TaskStatus.BOUND, TaskStatus.BINDING, TaskStatus.RUNNING, TaskStatus.ALLOCATED, TaskStatus.SUCCEEDED)
 
 
@@ -331,11 +335,8 @@ class JobInfo:
         return sum(1 for t in pending.values() if t.best_effort)
 
     def valid_task_num(self) -> int:
-        return sum(
-            len(tasks)
-            for status, tasks in self.status_index.items()
-            if allocated_status(status) or status in (TaskStatus.SUCCEEDED, TaskStatus.PIPELINED, TaskStatus.PENDING)
-        )
+        index = self.status_index
+        return sum(len(index[s]) for s in _VALID if s in index)
 
     def is_ready(self) -> bool:
         return self.ready_task_num() + self.pending_best_effort_task_num() >= self.min_available

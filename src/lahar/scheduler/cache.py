@@ -183,6 +183,12 @@ class ClusterState:
         elif isinstance(obj, PriorityClass):
             self.priority_classes.pop(obj.name, None)
 
+    def forget_job(self, key: str) -> None:
+        """Drop a finished job and its tasks (its pods are not kept as orphans)."""
+        job = self.jobs.pop(key, None)
+        for task in list(job.tasks.values()) if job else []:
+            self._remove_task(task.key)
+
     def _upsert_pod(self, pod: Pod) -> None:
         self._remove_task(pod.key)
         group = pod.group_name

@@ -15,12 +15,14 @@ refreshes again. Ties are broken by input order, so the same input gives the sam
 
 from __future__ import annotations
 
+import gc
 import heapq
 import math
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from lahar.duration import parse_duration
+from lahar.scheduler.cycle import paused_gc as quiet_gc
 from lahar.model.base import LAHAR_AT, ApiObject
 from lahar.model.cluster import SchedulerConfiguration
 from lahar.scheduler.cycle import CycleResult, run_cycle
@@ -93,9 +95,15 @@ class Simulation:
         for index in range(count):
             self.step(index * self.period)
 
-    def run_until(self, end: float, max_cycles: int = 1_000_000) -> None:
+    def run_until(self, end: float, max_cycles: int = 10_000_000) -> None:
+        with quiet_gc():
+            self._run_until(end, max_cycles)
+
+    def _run_until(self, end: float, max_cycles: int) -> None:
         now = 0.0
-        for _ in range(max_cycles):
+        for count in range(max_cycles):
+            if count % 256 == 255:
+                gc.collect(1)
             if now > end:
                 break
             record = self.step(now)

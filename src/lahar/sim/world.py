@@ -186,3 +186,7 @@ class World:
                     outcome.failed,
                 )
                 self._store(updated)
+                if outcome.phase == "Completed" and not self.raw:
+                    # A finished job cannot change any decision; like a podgroup garbage-collected
+                    # after its TTL, it leaves the scheduler's view (it stays in the report).
+                    self.cache.forget_job(uid)

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 from typing import Callable
 
+import numpy as np
+
 from lahar.resources import Dim
 from lahar.scheduler.api import JobInfo, NodeInfo, QueueInfo, TaskInfo, TaskStatus, preemptable_status
 from lahar.scheduler.framework.session import Session
@@ -69,7 +71,7 @@ def _inside_job(ssn: Session, job: JobInfo) -> None:
         def same_job(task: TaskInfo, preemptor: TaskInfo = preemptor) -> bool:
             return _eligible(task, preemptor) and task.job == preemptor.job
 
-        if not preempt(ssn, stmt, preemptor, same_job):
+        if not preempt(ssn, stmt, preemptor, same_job, phase="B"):
             stmt.discard()
             break
         stmt.commit()
@@ -81,22 +83,45 @@ def _eligible(task: TaskInfo, preemptor: TaskInfo) -> bool:
     return not (preemptor.best_effort and not task.best_effort)
 
 
-def preempt(ssn: Session, stmt: Statement, preemptor: TaskInfo, keep: Callable[[TaskInfo], bool]) -> bool:
-    """Find a node where evicting victims lets ``preemptor`` fit; pipeline it there."""
+def preempt(ssn: Session, stmt: Statement, preemptor: TaskInfo, keep: Callable[[TaskInfo], bool], phase: str = "A") -> bool:
+    """Find a node where evicting victims lets ``preemptor`` fit; pipeline it there.
+
+    Nodes where a task of the same job with the same request and priority could not fit even
+    with every allowed victim gone are skipped until they change (their version moves): the
+    victims allowed there can only shrink during the action, and gangs of identical tasks would
+    otherwise scan the whole cluster once per task.
+    """
     if preemptor.preemption_policy == "Never" or not _nomination_allows(ssn, preemptor):
         return False
     if ssn.pre_predicate(preemptor):
         return False
-    nodes = [n for n in ssn.filter_unresolvable(preemptor) if ssn.predicate_for_preempt(preemptor, n) is None]
+    memo = ssn.memo.setdefault("preempt-failed", {}).setdefault(
+        (phase, preemptor.job, preemptor.priority, preemptor.best_effort, preemptor.init_resreq.milli_cpu, preemptor.init_resreq.memory, tuple(sorted((preemptor.init_resreq.scalars or {}).items()))),
+        {},
+    )
     job = ssn.jobs[preemptor.job]
     queue = ssn.queues[job.queue]
+    possible = _possible_nodes(ssn, preemptor, job, phase)
+    nodes = [
+        n for n in ssn.filter_unresolvable(preemptor)
+        if (possible is None or n.name in possible) and memo.get(n.name) != n.version and ssn.predicate_for_preempt(preemptor, n) is None
+    ]  # fmt: skip
+    key = ssn.preemptable_key(preemptor)
+    cache = ssn.memo.setdefault("preemptable", {})
     for node in _by_score(ssn, preemptor, nodes):
-        candidates = [t for t in node.tasks.values() if keep(t)]
-        victims = ssn.preemptable(preemptor, candidates) or []
+        own = any(t.job == preemptor.job for t in node.tasks.values())
+        cache_key = (node.name, node.version, phase, key, preemptor.job if own or phase == "B" else None) if key is not None else None
+        victims = cache.get(cache_key) if cache_key is not None else None
+        if victims is None:
+            candidates = [t for t in node.tasks.values() if keep(t)]
+            victims = ssn.preemptable(preemptor, candidates) or []
+            if cache_key is not None:
+                cache[cache_key] = victims
         room = node.future_idle()
         for victim in victims:
             room.add(victim.resreq)
         if not preemptor.init_resreq.less_equal(room, Dim.ZERO):
+            memo[node.name] = node.version
             continue
         ordered = ssn.build_victims_queue(victims, preemptor)
         node_stmt = Statement(ssn)
@@ -112,6 +137,41 @@ def preempt(ssn: Session, stmt: Statement, preemptor: TaskInfo, keep: Callable[[
             return True
         node_stmt.discard()
     return False
+
+
+def _possible_nodes(ssn: Session, preemptor: TaskInfo, job: JobInfo, phase: str) -> set[str] | None:
+    """Nodes where the task could fit even if every candidate victim were evicted: FutureIdle
+    plus the requests of the running, preemptable tasks it may take (its queue's other jobs in
+    phase A, its own job in phase B). A cheap upper bound: nodes outside it cannot succeed."""
+    index = ssn.node_index
+    if index is None:
+        return None
+    req = index.request(preemptor.init_resreq)
+    if req is None:
+        return set()
+    held = _held(ssn, job.queue if phase == "A" else job.uid, phase)
+    cols, values = req
+    room = index.idle[:, cols] + index.releasing[:, cols] - index.pipelined[:, cols] + held[:, cols]
+    return {index.nodes[r].name for r in np.flatnonzero(index._fits(values, room))}
+
+
+def _held(ssn: Session, owner: str, phase: str) -> np.ndarray:
+    """Per node, the requests of running preemptable tasks of a queue (phase A) or job (phase B),
+    as of the first call in this action (evictions only make the true amount smaller)."""
+    tables = ssn.memo.setdefault("held-" + phase, {})
+    if not tables:
+        index = ssn.node_index
+        for row, node in enumerate(index.nodes):
+            for task in node.tasks.values():
+                if not preemptable_status(task.status) or not task.preemptable:
+                    continue
+                owner_job = ssn.jobs.get(task.job)
+                if owner_job is None:
+                    continue
+                key = owner_job.queue if phase == "A" else owner_job.uid
+                table = tables.setdefault(key, np.zeros(index.idle.shape))
+                table[row] += index._values(task.resreq)
+    return tables.get(owner, np.zeros(ssn.node_index.idle.shape))
 
 
 def _fits(ssn: Session, queue: QueueInfo, task: TaskInfo, node: NodeInfo) -> bool:

@@ -50,6 +50,7 @@ CALLBACK_FLAGS: dict[str, str | None] = {
     "best_node": "best_node",
     "deserved": None,
     "vector_predicate": "predicate",
+    "preemptable_key": "preemptable",
     "vector_node_order": "node_order",
 }
 
@@ -102,6 +103,7 @@ class Session:
     queue_attrs: dict[str, Any] = field(default_factory=dict)
     node_index: Any = None
     memo: dict[str, Any] = field(default_factory=dict)  # per-session caches of actions
+    evictions: int = 0  # evictions and un-evictions so far: caches depending on victims read it
     _enabled_cache: dict[str, list] = field(default_factory=dict)
 
     # ----------------------------------------------------------------- registration
@@ -271,6 +273,17 @@ class Session:
 
     def preemptable(self, preemptor: TaskInfo, preemptees: list[TaskInfo]) -> list[TaskInfo] | None:
         return self._victims("preemptable", preemptor, preemptees)
+
+    def preemptable_key(self, preemptor: TaskInfo) -> tuple | None:
+        """What every enabled Preemptable answer depends on, besides the candidates: equal keys
+        and equal candidates give equal victims. None when some plugin declares no key."""
+        keys = {option.name: fn for _, option, fn in self._enabled("preemptable_key")}
+        parts = []
+        for _, option, _ in self._enabled("preemptable"):
+            if option.name not in keys:
+                return None
+            parts.append(keys[option.name](preemptor))
+        return tuple(parts)
 
     def build_victims_queue(self, victims: Iterable[TaskInfo], preemptor: TaskInfo) -> PriorityQueue[TaskInfo]:
         """Victims in eviction order: the least important first (Volcano's BuildVictimsPriorityQueue)."""

@@ -44,6 +44,7 @@ class Statement:
         if node is not None:
             node.update_task(task)
         ssn.fire_deallocate(task)
+        ssn.evictions += 1
         self.operations.append(_Op(EVICT, task, reason))
 
     def pipeline(self, task: TaskInfo, node_name: str, eviction_occurred: bool = False) -> None:
@@ -82,6 +83,7 @@ class Statement:
         if node is not None:
             node.update_task(task)
         ssn.fire_allocate(task)
+        ssn.evictions += 1
 
     def _unplace(self, task: TaskInfo) -> None:
         """Undo a pipeline or an allocation: back to Pending, off the node."""

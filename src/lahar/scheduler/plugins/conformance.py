@@ -16,3 +16,4 @@ class ConformancePlugin(Plugin):
 
         ssn.add("preemptable", self.name, evictable)
         ssn.add("reclaimable", self.name, evictable)
+        ssn.add("preemptable_key", self.name, lambda t: ())

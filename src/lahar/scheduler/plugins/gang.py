@@ -36,6 +36,8 @@ class GangPlugin(Plugin):
 
         ssn.add("reclaimable", self.name, victims)
         ssn.add("preemptable", self.name, victims)
+        # gang's answer depends on the victims' jobs, which change only through evictions
+        ssn.add("preemptable_key", self.name, lambda t: ssn.evictions)
         ssn.add("job_order", self.name, _not_ready_first)
         ssn.add("job_ready", self.name, lambda job: job.check_task_ready() and job.is_ready())
         ssn.add(

@@ -40,6 +40,7 @@ class PriorityPlugin(Plugin):
             return victims, PERMIT
 
         ssn.add("preemptable", self.name, preemptable)
+        ssn.add("preemptable_key", self.name, lambda t: (ssn.jobs[t.job].priority if t.job in ssn.jobs else None, t.priority))
 
         def starving(job: JobInfo) -> bool:
             return job.ready_task_num() + job.waiting_task_num() < len(job.tasks)
