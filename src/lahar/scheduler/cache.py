@@ -9,7 +9,7 @@ phase, node and deletion mark. ``snapshot()`` gives a session its own copies.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timezone
 from typing import Iterable
 
 from lahar.duration import DurationError, parse_duration
@@ -21,9 +21,18 @@ from lahar.model.workload import Pod, PodGroup
 from lahar.resources import PODS, Resource
 from lahar.scheduler.api import JobInfo, NodeInfo, QueueInfo, TaskInfo, TaskStatus
 
-__all__ = ["ClusterState", "task_from_pod", "job_from_podgroup", "node_from_object", "parse_time"]
+__all__ = ["ClusterState", "task_from_pod", "job_from_podgroup", "node_from_object", "parse_time", "format_time"]
 
 _CRITICAL_CLASSES = ("system-cluster-critical", "system-node-critical")
+
+
+def format_time(seconds: float) -> str:
+    """Seconds since the epoch as RFC 3339 UTC (``1970-01-01T00:01:30Z`` for 90 s of simulated time)."""
+    stamp = datetime.fromtimestamp(seconds, timezone.utc)
+    text = stamp.strftime("%Y-%m-%dT%H:%M:%S")
+    if stamp.microsecond:
+        text += f".{stamp.microsecond:06d}".rstrip("0")
+    return text + "Z"
 
 
 def parse_time(text: str | None) -> float:

@@ -24,7 +24,7 @@ from lahar.model.cluster import Command, Node, PriorityClass, SchedulerConfigura
 from lahar.model.job import Job, expand_job
 from lahar.model.queue import DEFAULT, ROOT, Queue
 from lahar.model.workload import Pod, PodGroup
-from lahar.scheduler.cache import ClusterState
+from lahar.scheduler.cache import ClusterState, format_time, parse_time
 from lahar.scheduler.cycle import CycleResult
 
 __all__ = ["World", "Rejection"]
@@ -85,27 +85,54 @@ class World:
         except LaharError as exc:
             self.rejections.append(Rejection(now, obj.kind, obj.key, exc.message))
             return
-        if isinstance(admitted, Job):
-            self.jobs[admitted.key] = admitted
-            group, pods = expand_job(admitted)
+        if isinstance(admitted, Pod) and admitted.phase == "Running" and not admitted.status.start_time:
+            admitted = admitted.model_copy(deep=True)
+            admitted.status.start_time = format_time(now)
+        self._store(admitted)
+        self.reconcile(admitted)
+
+    def reconcile(self, obj: ApiObject) -> None:
+        """What the job and podgroup controllers do for a new object: a vcjob gets its podgroup
+        and pods, a bare pod its own podgroup. Idempotent: nothing is created twice."""
+        if isinstance(obj, Job) and obj.key not in self.podgroups:
+            group, pods = expand_job(obj)
             self._store(group)
             for pod in pods:
-                self._store(pod)
-        elif isinstance(admitted, Pod) and admitted.group_name is None and not self.raw:
-            group, joined = podgroup_for_bare_pod(admitted)
-            self._store(group)
+                if pod.key not in self.pods:
+                    self._store(pod)
+        elif isinstance(obj, Pod) and obj.group_name is None and not self.raw:
+            group, joined = podgroup_for_bare_pod(obj)
+            if group.key not in self.podgroups:
+                self._store(group)
             self._store(joined)
-        else:
-            self._store(admitted)
-        if isinstance(admitted, Pod) and admitted.phase == "Running":
-            self.started.setdefault(admitted.key, now)
 
     def _store(self, obj: ApiObject) -> None:
-        table = {Queue: self.queues, Node: self.nodes, PodGroup: self.podgroups, Pod: self.pods, PriorityClass: self.classes}
-        for kind, store in table.items():
+        """Write one object (here: keep it; a server's world also writes it to its store)."""
+        self.ingest(obj)
+
+    def _tables(self) -> dict[type, dict]:
+        return {Queue: self.queues, Node: self.nodes, PodGroup: self.podgroups, Pod: self.pods, PriorityClass: self.classes, Job: self.jobs}
+
+    def ingest(self, obj: ApiObject) -> None:
+        """Take an object as it now is into the tables and the scheduler's cache."""
+        for kind, table in self._tables().items():
             if isinstance(obj, kind):
-                store[obj.key] = obj
+                table[obj.key] = obj
+        if isinstance(obj, Pod):
+            started = parse_time(obj.status.start_time) if obj.status.start_time else None
+            if obj.phase == "Running" and started is not None:
+                self.started[obj.key] = started
+            else:
+                self.started.pop(obj.key, None)
         self.cache.upsert(obj)
+
+    def forget(self, obj: ApiObject) -> None:
+        """An object is gone: drop it from the tables and the cache."""
+        for kind, table in self._tables().items():
+            if isinstance(obj, kind):
+                table.pop(obj.key, None)
+        self.started.pop(obj.key, None)
+        self.cache.remove(obj)
 
     def _command(self, command: Command, now: float) -> None:
         if command.target is None or command.target.kind != "Queue":
@@ -142,7 +169,7 @@ class World:
             finished = pod.model_copy(deep=True)
             finished.status.phase = "Succeeded"
             self._store(finished)
-            del self.started[key]
+            self.started.pop(key, None)
             done.append(key)
         return done
 
@@ -168,11 +195,10 @@ class World:
                 bound = pod.model_copy(deep=True)
                 bound.spec.node_name = decision.node
                 bound.status.phase = "Running"
+                bound.status.start_time = format_time(now)
                 self._store(bound)
-                self.started[decision.task] = now
             elif decision.type == "evict":
                 self._store(restart_pod(pod))
-                self.started.pop(decision.task, None)
         for uid, outcome in result.jobs.items():
             group = self.podgroups.get(uid)
             if group is None:

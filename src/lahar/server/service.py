@@ -1,0 +1,177 @@
+"""The API's behaviour without HTTP: typed writes through admission into the store.
+
+``ApiService`` is what every entry point shares (HTTP routes, the scheduling loop, tests): it
+parses a document into its kind's model, runs admission (mutate, then validate against the
+cluster as the store holds it), and writes the result with compare-and-swap. Writes are
+serialised by one lock so that admission decisions that read the cluster (a parent's deserved
+share, a queue's state) cannot race each other inside one server.
+
+Status is a subresource, as in Kubernetes: creating or updating through the main resource
+keeps the stored status (a new queue's status is set by admission); ``update_status`` writes it.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any, Iterable
+
+from lahar.admission import ObjectsView, admit_create, admit_delete, admit_update
+from lahar.controller.queue import Changes, QueueEvent, apply_action, descendants
+from lahar.errors import BadRequest, Invalid, NotFound
+from lahar.model.base import ApiObject
+from lahar.model.manifest import KINDS, parse_object
+from lahar.model.queue import DEFAULT, ROOT, Queue
+from lahar.model.workload import PodGroup
+
+__all__ = ["ApiService", "EVENT_KIND"]
+
+EVENT_KIND = "LaharEvent"
+
+
+class ApiService:
+    def __init__(self, store: Any, clock=None) -> None:
+        import time
+
+        self.store = store
+        self.clock = clock or time.time
+        self.lock = threading.RLock()
+        with self.lock:
+            self._ensure_builtin_queues()
+
+    # ----------------------------------------------------------------- reads
+
+    def get(self, kind: str, key: str) -> dict:
+        return self.store.get(kind, key)
+
+    def list(self, kind: str, namespace: str | None = None, labels: dict[str, str] | None = None) -> tuple[list[dict], int]:
+        return self.store.list(kind, namespace, labels)
+
+    def objects(self, kind: str) -> list[ApiObject]:
+        cls = KINDS[kind]
+        return [cls.model_validate(item) for item in self.store.list(kind)[0]]
+
+    def view(self) -> ObjectsView:
+        """What admission may know: every queue and podgroup, as stored now."""
+        view = ObjectsView(implicit_queues=False)
+        for obj in [*self.objects("Queue"), *self.objects("PodGroup")]:
+            view.add(obj)
+        return view
+
+    # ----------------------------------------------------------------- writes
+
+    def create(self, document: dict, namespace: str | None = None) -> dict:
+        obj = self._parse(document, namespace)
+        with self.lock:
+            admitted = admit_create(obj, self.view())
+            return self.store.create(admitted.dump())
+
+    def update(self, document: dict, namespace: str | None = None) -> dict:
+        obj = self._parse(document, namespace)
+        with self.lock:
+            stored = self.store.get(obj.kind, obj.key)
+            old = KINDS[obj.kind].model_validate(stored)
+            _keep_status(obj, old)
+            admitted = admit_update(old, obj, self.view())
+            body = admitted.dump()
+            body["metadata"]["resourceVersion"] = obj.metadata.resource_version
+            written = self.store.update(body)
+            if isinstance(old, Queue) and admitted.desired_state != old.desired_state:
+                self._queue_action(old.name, _action_for(admitted.desired_state), "spec.state updated")
+            return self.store.get(obj.kind, obj.key) if isinstance(old, Queue) else written
+
+    def update_status(self, document: dict) -> dict:
+        """Write an object whole, status included (controllers and the scheduler only)."""
+        with self.lock:
+            return self.store.update(document)
+
+    def delete(self, kind: str, key: str) -> dict:
+        with self.lock:
+            stored = self.store.get(kind, key)
+            obj = KINDS[kind].model_validate(stored)
+            view = self.view()
+            admit_delete(obj, view)
+            if isinstance(obj, Queue):
+                queues = {q.name: q for q in view.queues()}
+                for child in descendants(queues, obj.name):
+                    self.store.delete("Queue", child.name)
+            return self.store.delete(kind, key)
+
+    # ----------------------------------------------------------------- queue actions
+
+    def queue_action(self, name: str, action: str, reason: str = "") -> list[QueueEvent]:
+        """Open / close / suspend / resume a queue now (and its descendants first)."""
+        with self.lock:
+            self.store.get("Queue", name)
+            return self._queue_action(name, action, reason)
+
+    def _queue_action(self, name: str, action: str, reason: str) -> list[QueueEvent]:
+        queues = {q.name: q for q in self.objects("Queue")}
+        groups = self.objects("PodGroup")
+
+        def unfinished(queue: str) -> int:
+            return sum(1 for g in groups if g.queue == queue and g.status.phase != "Completed")
+
+        changes: Changes = apply_action(queues, name, action, unfinished)
+        for queue in changes.queues.values():
+            self._write_whole(queue)
+        self.record_events(changes.events)
+        return changes.events
+
+    def _write_whole(self, obj: ApiObject) -> dict:
+        body = obj.dump()
+        body["metadata"].pop("resourceVersion", None)
+        return self.store.update(body)
+
+    def record_events(self, events: Iterable[QueueEvent]) -> None:
+        """Keep events as objects (kind LaharEvent), listed by ``lahar get events``."""
+        for event in events:
+            self.store.create(
+                {
+                    "apiVersion": "lahar.dev/v1alpha1",
+                    "kind": EVENT_KIND,
+                    "metadata": {"generateName": f"{event.queue}-"},
+                    "involvedObject": {"kind": "Queue", "name": event.queue},
+                    "type": event.type,
+                    "reason": event.reason,
+                    "message": event.message,
+                    "timestamp": self.clock(),
+                }
+            )
+
+    # ----------------------------------------------------------------- helpers
+
+    def _parse(self, document: dict, namespace: str | None) -> ApiObject:
+        if not isinstance(document, dict):
+            raise BadRequest("the request body must be a JSON object")
+        obj = parse_object(document)
+        if obj.NAMESPACED and namespace is not None:
+            if obj.metadata.namespace not in (None, "default", namespace) and document.get("metadata", {}).get("namespace"):
+                raise Invalid(obj.kind, obj.name, [_namespace_mismatch(obj, namespace)])
+            obj.metadata.namespace = namespace
+        return obj
+
+    def _ensure_builtin_queues(self) -> None:
+        from lahar.admission import builtin_queue
+
+        for name in (ROOT, DEFAULT):
+            try:
+                self.store.get("Queue", name)
+            except NotFound:
+                self.store.create(builtin_queue(name).dump())
+
+
+def _keep_status(new: ApiObject, old: ApiObject) -> None:
+    if hasattr(old, "status") and hasattr(new, "status"):
+        new.status = old.status.model_copy(deep=True)  # type: ignore[attr-defined]
+    if isinstance(new, PodGroup) and new.spec.queue != old.spec.queue:  # type: ignore[attr-defined]
+        pass
+
+
+def _action_for(desired: str) -> str:
+    return {"Open": "OpenQueue", "Closed": "CloseQueue", "Suspended": "SuspendQueue"}[desired]
+
+
+def _namespace_mismatch(obj: ApiObject, namespace: str):
+    from lahar.errors import FieldError
+
+    return FieldError.invalid("metadata.namespace", obj.metadata.namespace, f"does not match the request's namespace {namespace}")
