@@ -11,6 +11,7 @@ import sys
 import typer
 
 from lahar import __version__
+from lahar.cli.server_cmd import server
 from lahar.cli.simulate import simulate
 from lahar.errors import LaharError
 
@@ -26,6 +27,13 @@ app.command(
     help="Run the scheduler over manifests on a virtual clock and report its decisions.",
     epilog="Example: lahar simulate examples/seed-scenarios.yaml --until 10m -o json",
 )(simulate)
+
+
+app.command(
+    "server",
+    help="Start the API server, controllers and scheduling loop on a durable store.",
+    epilog="Example: lahar server --db ./lahar.db --port 8080",
+)(server)
 
 
 def _version(value: bool) -> None:

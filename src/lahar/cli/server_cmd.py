@@ -1,0 +1,39 @@
+"""``lahar server``: the API server with its store, controllers and scheduling loop."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import typer
+
+from lahar.duration import DurationError, parse_duration
+from lahar.errors import BadRequest
+
+
+def server(
+    db: Optional[str] = typer.Option(None, "--db", help="Database: a SQLite file path (default ~/.lahar/lahar.db), memory://, or postgresql://..."),
+    host: str = typer.Option("127.0.0.1", "--host", help="Address to listen on."),
+    port: int = typer.Option(8080, "--port", min=1, max=65535, help="Port to listen on."),
+    period: str = typer.Option("1s", "--period", help="Time between scheduling cycles."),
+    config: Optional[str] = typer.Option(None, "--config", "-c", help="Scheduler configuration file or bundled name (default, capacity, capacity-hierarchy, volcano)."),
+) -> None:
+    """Start the Lahar server: HTTP API, durable store, controllers and the scheduler.
+
+    Every accepted write is on disk before the answer. Stop it with Ctrl-C; start it again on
+    the same --db and it resumes where it stopped.
+    """
+    from lahar.server.main import build_server, serve
+    from lahar.sim.inputs import resolve_config
+    from lahar.store import default_db_path, open_store
+
+    try:
+        seconds = parse_duration(period)
+    except DurationError as exc:
+        raise BadRequest(f"--period: {exc}") from None
+    if seconds <= 0:
+        raise BadRequest("--period: must be greater than 0")
+    conf = resolve_config(config, [])
+    store = open_store(db or str(default_db_path()))
+    built = build_server(store, conf, seconds)
+    typer.echo(f"lahar server listening on http://{host}:{port} (database: {db or default_db_path()})", err=True)
+    serve(built, host, port)

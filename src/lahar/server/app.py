@@ -1,0 +1,241 @@
+"""The HTTP API: Kubernetes-style paths over ``ApiService``.
+
+Volcano users' tools speak these paths already::
+
+    /apis/scheduling.volcano.sh/v1beta1/queues[/{name}]
+    /apis/scheduling.volcano.sh/v1beta1/namespaces/{ns}/podgroups[/{name}]
+    /apis/batch.volcano.sh/v1alpha1/namespaces/{ns}/jobs[/{name}]
+    /apis/bus.volcano.sh/v1alpha1/namespaces/{ns}/commands[/{name}]
+    /apis/scheduling.k8s.io/v1/priorityclasses[/{name}]
+    /api/v1/nodes[/{name}]   /api/v1/namespaces/{ns}/pods[/{name}]
+
+A list takes ``?watch=true&resourceVersion=N`` and then streams one JSON event per line
+(``{"type": "ADDED", "object": {...}}``) as Kubernetes does. Errors are Kubernetes ``Status``
+objects: 400 unreadable, 404 not found, 409 already exists or stale ``resourceVersion``,
+422 with every field error. Lahar adds queue actions
+(``POST .../queues/{name}/open|close|suspend|resume``), why-pending
+(``GET /lahar/v1/namespaces/{ns}/jobs/{name}/why``), the queue tree, ``/healthz`` and
+``/metrics``.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass
+from typing import Any, Callable, Iterator
+
+from fastapi import Body, FastAPI, Query, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse, PlainTextResponse, StreamingResponse
+
+from lahar import __version__
+from lahar.errors import BadRequest, LaharError, NotFound
+from lahar.server.service import EVENT_KIND, ApiService
+
+__all__ = ["create_app", "RESOURCES", "Resource"]
+
+
+@dataclass(frozen=True)
+class Resource:
+    kind: str
+    group_version: str
+    plural: str
+    namespaced: bool
+
+    @property
+    def prefix(self) -> str:
+        return "/api/v1" if self.group_version == "v1" else f"/apis/{self.group_version}"
+
+
+RESOURCES = (
+    Resource("Queue", "scheduling.volcano.sh/v1beta1", "queues", False),
+    Resource("PodGroup", "scheduling.volcano.sh/v1beta1", "podgroups", True),
+    Resource("Job", "batch.volcano.sh/v1alpha1", "jobs", True),
+    Resource("Command", "bus.volcano.sh/v1alpha1", "commands", True),
+    Resource("PriorityClass", "scheduling.k8s.io/v1", "priorityclasses", False),
+    Resource("Node", "v1", "nodes", False),
+    Resource("Pod", "v1", "pods", True),
+    Resource(EVENT_KIND, "lahar.dev/v1alpha1", "events", False),
+)
+QUEUE_ACTIONS = {"open": "OpenQueue", "close": "CloseQueue", "suspend": "SuspendQueue", "resume": "ResumeQueue"}
+
+
+def create_app(service: ApiService, loop: Any = None, metrics: Callable[[], str] | None = None) -> FastAPI:
+    app = FastAPI(title="Lahar", version=__version__, description="Queue-based batch scheduling for shared clusters.")
+    app.state.service, app.state.loop = service, loop
+
+    @app.exception_handler(LaharError)
+    async def _lahar_error(request: Request, exc: LaharError) -> JSONResponse:
+        return JSONResponse(exc.to_status(), status_code=exc.http_status)
+
+    @app.exception_handler(RequestValidationError)
+    async def _bad_request(request: Request, exc: RequestValidationError) -> JSONResponse:
+        problems = "; ".join(f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors())
+        return JSONResponse(BadRequest(f"bad request: {problems}").to_status(), status_code=400)
+
+    for resource in RESOURCES:
+        _add_resource_routes(app, service, resource)
+    _add_lahar_routes(app, service, loop, metrics)
+    return app
+
+
+def _list_document(resource: Resource, items: list[dict], version: int) -> dict:
+    return {
+        "apiVersion": resource.group_version,
+        "kind": f"{resource.kind}List",
+        "metadata": {"resourceVersion": str(version)},
+        "items": items,
+    }
+
+
+def _watch_stream(service: ApiService, resource: Resource, since: int, namespace: str | None, timeout: float) -> Iterator[bytes]:
+    deadline = time.monotonic() + timeout
+    version = since
+    while time.monotonic() < deadline:
+        events = service.store.watch(version, {resource.kind}, timeout=min(1.0, max(0.0, deadline - time.monotonic())))
+        for event in events:
+            version = max(version, event.resource_version)
+            if namespace and event.object.get("metadata", {}).get("namespace") != namespace:
+                continue
+            yield (json.dumps({"type": event.type, "object": event.object}) + "\n").encode()
+
+
+def _add_resource_routes(app: FastAPI, service: ApiService, resource: Resource) -> None:
+    tag = [resource.kind]
+    base = f"{resource.prefix}/namespaces/{{namespace}}/{resource.plural}" if resource.namespaced else f"{resource.prefix}/{resource.plural}"
+
+    def key(namespace: str | None, name: str) -> str:
+        return f"{namespace}/{name}" if resource.namespaced else name
+
+    def list_objects(
+        namespace: str | None = None,
+        watch: bool = Query(False, description="Stream changes after resourceVersion, one JSON event per line."),
+        resourceVersion: int = Query(0, ge=0),
+        timeoutSeconds: float = Query(30.0, ge=0, le=3600),
+        labelSelector: str | None = Query(None, description="k=v[,k=v]"),
+    ):
+        if watch:
+            stream = _watch_stream(service, resource, resourceVersion, namespace, timeoutSeconds)
+            return StreamingResponse(stream, media_type="application/json")
+        labels = _labels(labelSelector)
+        items, version = service.list(resource.kind, namespace, labels)
+        return _list_document(resource, items, version)
+
+    def create_object(namespace: str | None = None, body: dict = Body(...)) -> JSONResponse:
+        body = dict(body)
+        body.setdefault("kind", resource.kind)
+        body.setdefault("apiVersion", resource.group_version)
+        if body.get("kind") != resource.kind:
+            raise BadRequest(f'kind "{body.get("kind")}" cannot be created at {resource.plural}')
+        return JSONResponse(service.create(body, namespace), status_code=201)
+
+    def get_object(name: str, namespace: str | None = None) -> dict:
+        return service.get(resource.kind, key(namespace, name))
+
+    def replace_object(name: str, namespace: str | None = None, body: dict = Body(...)) -> dict:
+        body = dict(body)
+        body.setdefault("kind", resource.kind)
+        body.setdefault("apiVersion", resource.group_version)
+        meta = body.setdefault("metadata", {})
+        if meta.get("name", name) != name:
+            raise BadRequest(f'metadata.name "{meta.get("name")}" does not match the path\'s name "{name}"')
+        meta["name"] = name
+        return service.update(body, namespace)
+
+    def delete_object(name: str, namespace: str | None = None) -> dict:
+        return service.delete(resource.kind, key(namespace, name))
+
+    app.get(base, tags=tag, summary=f"List or watch {resource.plural}")(list_objects)
+    app.post(base, tags=tag, summary=f"Create a {resource.kind}", status_code=201)(create_object)
+    app.get(f"{base}/{{name}}", tags=tag, summary=f"Read a {resource.kind}")(get_object)
+    app.put(f"{base}/{{name}}", tags=tag, summary=f"Replace a {resource.kind}")(replace_object)
+    app.delete(f"{base}/{{name}}", tags=tag, summary=f"Delete a {resource.kind}")(delete_object)
+    if resource.namespaced:
+        app.get(f"{resource.prefix}/{resource.plural}", tags=tag, summary=f"List {resource.plural} in all namespaces")(
+            lambda labelSelector=Query(None): _list_document(resource, *service.list(resource.kind, None, _labels(labelSelector)))
+        )
+
+
+def _labels(selector: str | None) -> dict[str, str] | None:
+    if not selector:
+        return None
+    labels = {}
+    for part in selector.split(","):
+        if "=" not in part:
+            raise BadRequest(f'labelSelector: "{part}" is not k=v')
+        k, v = part.split("=", 1)
+        labels[k.strip()] = v.strip()
+    return labels
+
+
+def _add_lahar_routes(app: FastAPI, service: ApiService, loop: Any, metrics: Callable[[], str] | None) -> None:
+    @app.get("/healthz", tags=["Lahar"], summary="Liveness: 200 when the server answers")
+    def healthz() -> dict:
+        return {"status": "ok", "version": __version__}
+
+    @app.post("/apis/scheduling.volcano.sh/v1beta1/queues/{name}/{action}", tags=["Queue"], summary="open, close, suspend or resume a queue")
+    def queue_action(name: str, action: str) -> dict:
+        if action not in QUEUE_ACTIONS:
+            raise BadRequest(f'action: Unsupported value: "{action}": supported values: {", ".join(QUEUE_ACTIONS)}')
+        events = service.queue_action(name, QUEUE_ACTIONS[action], "api")
+        return {"queue": service.get("Queue", name), "events": [e.to_json() for e in events]}
+
+    @app.post("/queues/{name}/{action}", tags=["Queue"], summary="Short form of the queue action")
+    def queue_action_short(name: str, action: str) -> dict:
+        return queue_action(name, action)
+
+    @app.get("/lahar/v1/namespaces/{namespace}/jobs/{name}/why", tags=["Lahar"], summary="Why a job waits")
+    def why(namespace: str, name: str) -> dict:
+        return _why(service, namespace, name)
+
+    @app.get("/lahar/v1/queues/tree", tags=["Lahar"], summary="The queue hierarchy with shares")
+    def tree() -> dict:
+        return {"queues": queue_shares(service, loop)}
+
+    @app.get("/metrics", tags=["Lahar"], summary="Prometheus metrics", response_class=PlainTextResponse)
+    def metrics_text() -> str:
+        return metrics() if metrics else ""
+
+
+def _why(service: ApiService, namespace: str, name: str) -> dict:
+    from lahar.server.loop import REASON_ANNOTATION
+
+    key = f"{namespace}/{name}"
+    try:
+        group = service.get("PodGroup", key)
+    except NotFound:
+        service.get("Job", key)  # raises NotFound for an unknown job
+        return {"job": key, "phase": "Pending", "reason": {"kind": "not-yet-seen", "message": "the job was accepted; the controller has not created its podgroup yet"}}
+    text = group.get("metadata", {}).get("annotations", {}).get(REASON_ANNOTATION)
+    return {
+        "job": key,
+        "queue": group.get("spec", {}).get("queue", "default"),
+        "phase": group.get("status", {}).get("phase", "Pending"),
+        "reason": json.loads(text) if text else None,
+        "conditions": group.get("status", {}).get("conditions", []),
+    }
+
+
+def queue_shares(service: ApiService, loop: Any) -> list[dict]:
+    """Every queue with its parent, state, weight, deserved, allocated and capability (JSON units)."""
+    from lahar.resources import Resource as Vector
+
+    attrs = loop.last.session.queue_attrs if loop is not None and loop.last is not None else {}
+    out = []
+    for item in service.list("Queue")[0]:
+        spec, status, name = item.get("spec", {}), item.get("status", {}), item["metadata"]["name"]
+        attr = attrs.get(name)
+        out.append(
+            {
+                "name": name,
+                "parent": spec.get("parent") if name != "root" else None,
+                "state": status.get("state", "Open"),
+                "weight": spec.get("weight", 1),
+                "deserved": {k: v for k, v in (attr.deserved.to_json() if attr else {}).items() if k != "pods"},
+                "allocated": {k: v for k, v in Vector.from_list(status.get("allocated") or {}).to_json().items() if k != "pods"},
+                "capability": {k: v for k, v in Vector.from_list(spec.get("capability") or {}).to_json().items() if k != "pods"},
+                "counts": {k: status.get(k, 0) for k in ("pending", "inqueue", "running", "unknown", "completed")},
+            }
+        )
+    return out

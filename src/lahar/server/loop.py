@@ -1,0 +1,234 @@
+"""The server's control loop: controllers, the simulated runtime and the scheduler, on the store.
+
+Every period (1 s by default) ``ControlLoop.tick`` runs the same steps as the simulator, on
+the objects the store holds:
+
+1. catch up with every change since the last tick (the store's watch);
+2. controllers: vcjobs get their podgroup and pods, bare pods a podgroup, Command objects are
+   carried out and deleted, queue statuses are refreshed (counts, Closing -> Closed);
+3. the runtime: tasks whose ``lahar.dev/duration`` has run out succeed;
+4. one scheduling cycle; its binds, evictions, podgroup phases, pending reasons and queue
+   allocations are written back.
+
+``StoreWorld`` is the simulator's ``World`` whose writes go to the store first: the simulator
+and the server share one implementation of every controller and of how decisions are applied.
+Everything the loop knows is rebuilt from the store at start, so a restart (even after
+``kill -9``) resumes where the store left off: a task bound before the crash is bound in the
+store, and is never bound twice.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import time
+from typing import Any, Callable
+
+from lahar.controller.queue import QueueEvent
+from lahar.errors import Conflict, LaharError, NotFound
+from lahar.model.base import ApiObject
+from lahar.model.cluster import Command
+from lahar.model.manifest import KINDS
+from lahar.model.workload import PodGroup
+from lahar.scheduler.cycle import CycleResult, run_cycle
+from lahar.scheduler.framework.config import SchedulerConf
+from lahar.server.service import EVENT_KIND, ApiService
+from lahar.sim.world import World
+
+__all__ = ["StoreWorld", "ControlLoop", "REASON_ANNOTATION"]
+
+log = logging.getLogger("lahar.loop")
+REASON_ANNOTATION = "lahar.dev/pending-reason"
+_WATCHED = ("PriorityClass", "Queue", "Node", "Job", "PodGroup", "Pod", "Command")
+
+
+class StoreWorld(World):
+    """A ``World`` whose tables mirror the store and whose writes go to the store."""
+
+    def __init__(self, service: ApiService) -> None:
+        self.service = service
+        super().__init__(raw=True)  # the store already holds root and default
+        self.raw = False
+        self.commands: dict[str, Command] = {}
+        self.version = 0
+        self.load()
+
+    def load(self) -> None:
+        version = self.service.store.current_version()
+        for kind in _WATCHED:
+            for item in self.service.store.list(kind)[0]:
+                self._ingest_document(kind, item)
+        self.version = version
+
+    def sync(self) -> int:
+        """Apply every change since the last sync; returns how many there were."""
+        events = self.service.store.watch(self.version, set(_WATCHED), timeout=0.0)
+        for event in events:
+            if event.type == "DELETED":
+                self._forget_document(event.kind, event.object)
+            else:
+                self._ingest_document(event.kind, event.object)
+            self.version = max(self.version, event.resource_version)
+        return len(events)
+
+    def _ingest_document(self, kind: str, item: dict) -> None:
+        obj = KINDS[kind].model_validate(item)
+        if isinstance(obj, Command):
+            self.commands[obj.key] = obj
+        else:
+            self.ingest(obj)
+
+    def _forget_document(self, kind: str, item: dict) -> None:
+        obj = KINDS[kind].model_validate(item)
+        if isinstance(obj, Command):
+            self.commands.pop(obj.key, None)
+        else:
+            self.forget(obj)
+
+    def _store(self, obj: ApiObject) -> None:
+        """Write to the store, then take the stored object in (with its new resource version)."""
+        body = obj.dump()
+        body["metadata"].pop("resourceVersion", None)
+        try:
+            written = self.service.update_status(body)
+        except NotFound:
+            written = self.service.store.create(body)
+        self._ingest_document(obj.kind, written)
+
+    def _apply_queue_changes(self, queues, events, now: float) -> None:
+        for queue in queues:
+            self._store(queue)
+        events = list(events)
+        self.service.record_events(events)
+        for event in events:
+            self.events.append({"time": now, **event.to_json()})
+
+    def run_commands(self, now: float) -> int:
+        """Carry out queued Command objects, oldest first; each is deleted once done (at most once)."""
+        done = 0
+        for key in sorted(self.commands, key=lambda k: (self.commands[k].metadata.creation_timestamp or "", k)):
+            command = self.commands.pop(key)
+            try:
+                self.service.store.delete("Command", key, command.metadata.resource_version)
+            except (NotFound, Conflict):
+                continue
+            if command.is_for_queue:
+                self._command(command, now)
+            done += 1
+        return done
+
+    def reconcile_all(self) -> None:
+        for job in list(self.jobs.values()):
+            self.reconcile(job)
+        for pod in list(self.pods.values()):
+            if pod.group_name is None:
+                self.reconcile(pod)
+
+    def write_reasons(self, result: CycleResult) -> None:
+        """Each waiting job's reason, as an annotation on its podgroup (cleared once it runs)."""
+        for uid, outcome in result.jobs.items():
+            group = self.podgroups.get(uid)
+            if group is None:
+                continue
+            text = json.dumps(outcome.reason, sort_keys=True) if outcome.reason else None
+            if group.metadata.annotations.get(REASON_ANNOTATION) == text:
+                continue
+            updated = group.model_copy(deep=True)
+            if text is None:
+                updated.metadata.annotations.pop(REASON_ANNOTATION, None)
+            else:
+                updated.metadata.annotations[REASON_ANNOTATION] = text
+            updated.status.conditions = [_condition(c) for c in outcome.conditions]
+            self._store(updated)
+
+    def write_allocations(self, result: CycleResult) -> None:
+        for name, allocated in result.queue_allocated.items():
+            queue = self.queues.get(name)
+            if queue is None:
+                continue
+            quantities = allocated.to_quantities()
+            if (queue.status.allocated or {}) != quantities:
+                updated = queue.model_copy(deep=True)
+                updated.status.allocated = quantities
+                self._store(updated)
+
+
+def _condition(condition: dict[str, Any]):
+    from lahar.model.workload import PodGroupCondition
+
+    return PodGroupCondition.model_validate(condition)
+
+
+class ControlLoop:
+    """Runs ``tick`` every ``period`` seconds on a background thread until stopped."""
+
+    def __init__(
+        self,
+        service: ApiService,
+        conf: SchedulerConf,
+        period: float = 1.0,
+        clock: Callable[[], float] = time.time,
+        on_cycle: Callable[[CycleResult, float, dict], None] | None = None,
+    ) -> None:
+        self.service, self.conf, self.period, self.clock = service, conf, period, clock
+        self.on_cycle = on_cycle
+        self.world = StoreWorld(service)
+        self.last: CycleResult | None = None
+        self.cycles = 0
+        self.errors = 0
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def tick(self) -> CycleResult:
+        """One pass of every step (see the module docstring)."""
+        with self.service.lock:
+            now = self.clock()
+            world = self.world
+            world.sync()
+            world.reconcile_all()
+            world.run_commands(now)
+            world.complete_due(now)
+            world.refresh_queues(now)
+            self.cycles += 1
+            started = time.perf_counter()
+            result = run_cycle(world.cache, self.conf, now, uid=f"cycle-{self.cycles}")
+            seconds = time.perf_counter() - started
+            world.apply(result, now)
+            world.write_reasons(result)
+            world.write_allocations(result)
+            world.refresh_queues(now)
+            self.last = result
+            if self.on_cycle is not None:
+                self.on_cycle(result, seconds, world.queues)
+            return result
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._run, name="lahar-control-loop", daemon=True)
+        self._thread.start()
+
+    def stop(self, timeout: float = 5.0) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout)
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            started = time.monotonic()
+            try:
+                self.tick()
+            except LaharError as exc:
+                self.errors += 1
+                log.error("control loop: %s", exc.message)
+            except Exception:  # noqa: BLE001 - the loop must survive one bad tick
+                self.errors += 1
+                log.exception("control loop tick failed")
+            self._stop.wait(max(0.0, self.period - (time.monotonic() - started)))
+
+
+def pending_reason(group: PodGroup) -> dict[str, Any] | None:
+    text = group.metadata.annotations.get(REASON_ANNOTATION)
+    return json.loads(text) if text else None
+
+
+__all__ += ["pending_reason", "QueueEvent", "EVENT_KIND"]

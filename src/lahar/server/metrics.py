@@ -1,0 +1,72 @@
+"""Prometheus metrics with Volcano's queue metric names (reference: control plane section 5).
+
+The registry is the server's own (not the process-global default), so several servers in one
+process (tests) do not collide. Values are set after every scheduling cycle from its session.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+
+from lahar.resources import Dim
+
+__all__ = ["QueueMetrics"]
+
+_PHASES = ("inqueue", "pending", "running", "unknown", "completed")
+
+
+class QueueMetrics:
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry()
+        reg = self.registry
+        q = ["queue_name"]
+        qr = ["queue_name", "resource"]
+        self.allocated_cpu = Gauge("volcano_queue_allocated_milli_cpu", "CPU allocated to the queue, milli-cores", q, registry=reg)
+        self.allocated_memory = Gauge("volcano_queue_allocated_memory_bytes", "Memory allocated to the queue", q, registry=reg)
+        self.allocated_scalar = Gauge("volcano_queue_allocated_scalar_resources", "Other resources allocated", qr, registry=reg)
+        self.deserved_cpu = Gauge("volcano_queue_deserved_milli_cpu", "CPU the queue deserves, milli-cores", q, registry=reg)
+        self.deserved_memory = Gauge("volcano_queue_deserved_memory_bytes", "Memory the queue deserves", q, registry=reg)
+        self.deserved_scalar = Gauge("volcano_queue_deserved_scalar_resources", "Other resources deserved", qr, registry=reg)
+        self.share = Gauge("volcano_queue_share", "Allocated over deserved, largest resource", q, registry=reg)
+        self.weight = Gauge("volcano_queue_weight", "Queue weight", q, registry=reg)
+        self.overused = Gauge("volcano_queue_overused", "1 when allocated reaches deserved in every resource", q, registry=reg)
+        self.counts = {
+            phase: Gauge(f"volcano_queue_pod_group_{phase}_count", f"Podgroups of the queue in phase {phase}", q, registry=reg)
+            for phase in _PHASES
+        }
+        self.cycle_seconds = Histogram("lahar_scheduling_cycle_seconds", "Duration of one scheduling cycle", registry=reg)
+        self.binds = Counter("lahar_binds_total", "Tasks bound", registry=reg)
+        self.evictions = Counter("lahar_evictions_total", "Tasks evicted", ["reason"], registry=reg)
+
+    def observe_cycle(self, result: Any, seconds: float, queues: dict[str, Any]) -> None:
+        self.cycle_seconds.observe(seconds)
+        for decision in result.decisions:
+            if decision.type == "bind":
+                self.binds.inc()
+            elif decision.type == "evict":
+                self.evictions.labels(decision.reason or "").inc()
+        attrs = result.session.queue_attrs
+        for name, queue in queues.items():
+            allocated = result.queue_allocated.get(name)
+            if allocated is not None:
+                self._resource(name, allocated, self.allocated_cpu, self.allocated_memory, self.allocated_scalar)
+            attr = attrs.get(name)
+            if attr is not None:
+                self._resource(name, attr.deserved, self.deserved_cpu, self.deserved_memory, self.deserved_scalar)
+                self.share.labels(name).set(attr.share)
+                self.overused.labels(name).set(1.0 if attr.deserved.less_equal(attr.allocated, Dim.ZERO) else 0.0)
+            self.weight.labels(name).set(queue.spec.weight)
+            for phase in _PHASES:
+                self.counts[phase].labels(name).set(getattr(queue.status, phase))
+
+    @staticmethod
+    def _resource(name: str, res: Any, cpu: Gauge, memory: Gauge, scalar: Gauge) -> None:
+        cpu.labels(name).set(res.milli_cpu)
+        memory.labels(name).set(res.memory)
+        for resource, value in (res.scalars or {}).items():
+            scalar.labels(name, resource).set(value)
+
+    def text(self) -> str:
+        return generate_latest(self.registry).decode()
