@@ -12,7 +12,7 @@ from lahar.model.base import ApiObject
 from lahar.model.queue import DEFAULT, ROOT, Queue
 from lahar.model.workload import PodGroup, PodGroupPhase
 
-__all__ = ["ClusterView", "ObjectsView", "builtin_queue"]
+__all__ = ["ClusterView", "ObjectsView", "LiveView", "builtin_queue"]
 
 _FINISHED = {PodGroupPhase.COMPLETED.value}
 
@@ -64,3 +64,48 @@ class ObjectsView:
 
     def unfinished_podgroups(self, queue: str) -> int:
         return sum(1 for pg in self._podgroups.get(queue, []) if pg.status.phase not in _FINISHED)
+
+
+class LiveView:
+    """A ``ClusterView`` kept up to date object by object (``put`` / ``remove``): queues by name and
+    a running count of unfinished podgroups per queue, so that admission reads in O(1)."""
+
+    def __init__(self) -> None:
+        self._queues: dict[str, Queue] = {}
+        self._groups: dict[str, tuple[str, str]] = {}  # key -> (queue, phase)
+        self._phases: dict[str, dict[str, int]] = {}  # queue -> phase -> count
+
+    def put(self, obj: ApiObject) -> None:
+        if isinstance(obj, Queue):
+            self._queues[obj.name] = obj
+        elif isinstance(obj, PodGroup):
+            self._drop_group(obj.key)
+            phase = obj.status.phase or PodGroupPhase.PENDING.value
+            self._groups[obj.key] = (obj.queue, phase)
+            counts = self._phases.setdefault(obj.queue, {})
+            counts[phase] = counts.get(phase, 0) + 1
+
+    def remove(self, obj: ApiObject) -> None:
+        if isinstance(obj, Queue):
+            self._queues.pop(obj.name, None)
+        elif isinstance(obj, PodGroup):
+            self._drop_group(obj.key)
+
+    def _drop_group(self, key: str) -> None:
+        old = self._groups.pop(key, None)
+        if old is not None:
+            self._phases[old[0]][old[1]] -= 1
+
+    def phase_counts(self, queue: str) -> dict[str, int]:
+        """Podgroups of ``queue`` per phase (zero counts included)."""
+        counts = self._phases.get(queue, {})
+        return {phase.value: counts.get(phase.value, 0) for phase in PodGroupPhase}
+
+    def queue(self, name: str) -> Queue | None:
+        return self._queues.get(name)
+
+    def queues(self) -> list[Queue]:
+        return [self._queues[name] for name in sorted(self._queues)]
+
+    def unfinished_podgroups(self, queue: str) -> int:
+        return sum(n for phase, n in self._phases.get(queue, {}).items() if phase not in _FINISHED)

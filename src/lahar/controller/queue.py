@@ -133,21 +133,26 @@ def _move(queue: Queue, action: str, unfinished: Callable[[str], int], by_parent
 
 
 def count_phases(podgroups: list[PodGroup]) -> dict[str, int]:
-    counts = {"pending": 0, "inqueue": 0, "running": 0, "unknown": 0, "completed": 0}
+    """Podgroups per phase, in the shape ``refresh`` takes."""
+    counts = {phase: 0 for phase in ("Pending", "Inqueue", "Running", "Unknown", "Completed")}
     for group in podgroups:
-        phase = (group.status.phase or "Pending").lower()
+        phase = group.status.phase or "Pending"
         if phase in counts:
             counts[phase] += 1
     return counts
 
 
-def refresh(queues: Mapping[str, Queue], podgroups_by_queue: Mapping[str, list[PodGroup]]) -> Changes:
-    """Bring every queue's status up to date with its podgroups and its desired state."""
+def refresh(queues: Mapping[str, Queue], phase_counts: Callable[[str], Mapping[str, int]]) -> Changes:
+    """Bring every queue's status up to date with its podgroups and its desired state.
+
+    ``phase_counts(queue)`` gives the queue's podgroups per phase (Pending, Inqueue, Running,
+    Unknown, Completed).
+    """
     changes = Changes()
     current = dict(queues)
 
     def unfinished(name: str) -> int:
-        return sum(1 for g in podgroups_by_queue.get(name, []) if g.status.phase != "Completed")
+        return sum(n for phase, n in phase_counts(name).items() if phase != "Completed")
 
     for name in sorted(current):
         queue = current[name]
@@ -157,7 +162,7 @@ def refresh(queues: Mapping[str, Queue], podgroups_by_queue: Mapping[str, list[P
             current.update(step.queues)
             changes.merge(step)
             queue = current[name]
-        counts = count_phases(podgroups_by_queue.get(name, []))
+        counts = {phase.lower(): n for phase, n in phase_counts(name).items()}
         if any(getattr(queue.status, k) != v for k, v in counts.items()):
             updated = changes.queues.get(name, queue).model_copy(deep=True)
             for key, value in counts.items():

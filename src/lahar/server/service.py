@@ -15,7 +15,8 @@ from __future__ import annotations
 import threading
 from typing import Any, Iterable
 
-from lahar.admission import ObjectsView, admit_create, admit_delete, admit_update
+from lahar.admission import admit_create, admit_delete, admit_update
+from lahar.admission.view import LiveView
 from lahar.controller.queue import Changes, QueueEvent, apply_action, descendants
 from lahar.errors import BadRequest, Invalid, NotFound
 from lahar.model.base import ApiObject
@@ -23,9 +24,31 @@ from lahar.model.manifest import KINDS, parse_object
 from lahar.model.queue import DEFAULT, ROOT, Queue
 from lahar.model.workload import PodGroup
 
-__all__ = ["ApiService", "EVENT_KIND"]
+__all__ = ["ApiService", "MirrorView", "EVENT_KIND"]
 
 EVENT_KIND = "LaharEvent"
+
+
+class MirrorView(LiveView):
+    """What admission reads, kept in memory and brought up to date from the store's watch:
+    admission of a job reads O(1) instead of listing every podgroup in the store."""
+
+    def __init__(self, store: Any) -> None:
+        super().__init__()
+        self.store = store
+        self.version = store.current_version()
+        for kind in ("Queue", "PodGroup"):
+            for item in store.list(kind)[0]:
+                self.put(KINDS[kind].model_validate(item))
+
+    def sync(self) -> None:
+        for event in self.store.watch(self.version, {"Queue", "PodGroup"}, timeout=0.0):
+            self.version = max(self.version, event.resource_version)
+            obj = KINDS[event.kind].model_validate(event.object)
+            if event.type == "DELETED":
+                self.remove(obj)
+            else:
+                self.put(obj)
 
 
 class ApiService:
@@ -37,6 +60,7 @@ class ApiService:
         self.lock = threading.RLock()
         with self.lock:
             self._ensure_builtin_queues()
+            self.mirror = MirrorView(store)
 
     # ----------------------------------------------------------------- reads
 
@@ -50,12 +74,10 @@ class ApiService:
         cls = KINDS[kind]
         return [cls.model_validate(item) for item in self.store.list(kind)[0]]
 
-    def view(self) -> ObjectsView:
-        """What admission may know: every queue and podgroup, as stored now."""
-        view = ObjectsView(implicit_queues=False)
-        for obj in [*self.objects("Queue"), *self.objects("PodGroup")]:
-            view.add(obj)
-        return view
+    def view(self) -> MirrorView:
+        """What admission may know: every queue, and each queue's unfinished podgroups, as stored now."""
+        self.mirror.sync()
+        return self.mirror
 
     # ----------------------------------------------------------------- writes
 
@@ -105,13 +127,9 @@ class ApiService:
             return self._queue_action(name, action, reason)
 
     def _queue_action(self, name: str, action: str, reason: str) -> list[QueueEvent]:
-        queues = {q.name: q for q in self.objects("Queue")}
-        groups = self.objects("PodGroup")
-
-        def unfinished(queue: str) -> int:
-            return sum(1 for g in groups if g.queue == queue and g.status.phase != "Completed")
-
-        changes: Changes = apply_action(queues, name, action, unfinished)
+        view = self.view()
+        queues = {q.name: q for q in view.queues()}
+        changes: Changes = apply_action(queues, name, action, view.unfinished_podgroups)
         for queue in changes.queues.values():
             self._write_whole(queue)
         self.record_events(changes.events)

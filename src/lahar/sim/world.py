@@ -15,7 +15,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
-from lahar.admission import ObjectsView, admit_create, builtin_queue
+from lahar.admission import admit_create, builtin_queue
+from lahar.admission.view import LiveView
 from lahar.controller.job import podgroup_for_bare_pod, restart_pod
 from lahar.controller.queue import QueueEvent, apply_action, refresh
 from lahar.errors import LaharError
@@ -54,6 +55,7 @@ class World:
     rejections: list[Rejection] = field(default_factory=list)
     events: list[dict[str, Any]] = field(default_factory=list)
     started: dict[str, float] = field(default_factory=dict)
+    live: LiveView = field(default_factory=LiveView)
 
     def __post_init__(self) -> None:
         if not self.raw:
@@ -62,14 +64,12 @@ class World:
 
     # ----------------------------------------------------------------- views
 
-    def view(self) -> ObjectsView:
-        view = ObjectsView(implicit_queues=False)
-        for obj in [*self.queues.values(), *self.podgroups.values()]:
-            view.add(obj)
-        return view
+    def view(self) -> LiveView:
+        """What admission reads: kept up to date by ``ingest`` and ``forget``."""
+        return self.live
 
     def unfinished(self, queue: str) -> int:
-        return sum(1 for g in self.podgroups.values() if g.queue == queue and g.status.phase != "Completed")
+        return self.live.unfinished_podgroups(queue)
 
     # ----------------------------------------------------------------- objects in
 
@@ -118,19 +118,35 @@ class World:
         for kind, table in self._tables().items():
             if isinstance(obj, kind):
                 table[obj.key] = obj
+        self.live.put(obj)
         if isinstance(obj, Pod):
             started = parse_time(obj.status.start_time) if obj.status.start_time else None
             if obj.phase == "Running" and started is not None:
                 self.started[obj.key] = started
             else:
                 self.started.pop(obj.key, None)
+        if not self.raw and self._finished(obj):
+            # A finished job cannot change any decision; like a podgroup garbage-collected after
+            # its TTL it leaves the scheduler's view (it stays in the tables and the report).
+            if isinstance(obj, PodGroup):
+                self.cache.forget_job(obj.key)
+            return
         self.cache.upsert(obj)
+
+    def _finished(self, obj: ApiObject) -> bool:
+        if isinstance(obj, PodGroup):
+            return obj.status.phase == "Completed"
+        if isinstance(obj, Pod) and obj.group_name:
+            group = self.podgroups.get(f"{obj.metadata.namespace}/{obj.group_name}")
+            return group is not None and group.status.phase == "Completed"
+        return False
 
     def forget(self, obj: ApiObject) -> None:
         """An object is gone: drop it from the tables and the cache."""
         for kind, table in self._tables().items():
             if isinstance(obj, kind):
                 table.pop(obj.key, None)
+        self.live.remove(obj)
         self.started.pop(obj.key, None)
         self.cache.remove(obj)
 
@@ -150,10 +166,7 @@ class World:
     def refresh_queues(self, now: float) -> None:
         if self.raw:
             return
-        by_queue: dict[str, list[PodGroup]] = {}
-        for group in self.podgroups.values():
-            by_queue.setdefault(group.queue, []).append(group)
-        changes = refresh(self.queues, by_queue)
+        changes = refresh(self.queues, self.live.phase_counts)
         self._apply_queue_changes(changes.queues.values(), changes.events, now)
 
     # ----------------------------------------------------------------- time passes
@@ -212,7 +225,3 @@ class World:
                     outcome.failed,
                 )
                 self._store(updated)
-                if outcome.phase == "Completed" and not self.raw:
-                    # A finished job cannot change any decision; like a podgroup garbage-collected
-                    # after its TTL, it leaves the scheduler's view (it stays in the report).
-                    self.cache.forget_job(uid)
