@@ -12,6 +12,7 @@ written, which is how Volcano's own unit tests feed its scheduler.
 
 from __future__ import annotations
 
+import heapq
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
@@ -19,8 +20,9 @@ from lahar.admission import admit_create, builtin_queue
 from lahar.admission.view import LiveView
 from lahar.controller.job import podgroup_for_bare_pod, restart_pod
 from lahar.controller.queue import QueueEvent, apply_action, refresh
+from lahar.duration import DurationError, parse_duration
 from lahar.errors import LaharError
-from lahar.model.base import ApiObject
+from lahar.model.base import LAHAR_DURATION, ApiObject
 from lahar.model.cluster import Command, Node, PriorityClass, SchedulerConfiguration
 from lahar.model.job import Job, expand_job
 from lahar.model.queue import DEFAULT, ROOT, Queue
@@ -56,6 +58,7 @@ class World:
     events: list[dict[str, Any]] = field(default_factory=list)
     started: dict[str, float] = field(default_factory=dict)
     live: LiveView = field(default_factory=LiveView)
+    _ends: list = field(default_factory=list)  # heap of (end time, pod key) of running tasks
 
     def __post_init__(self) -> None:
         if not self.raw:
@@ -123,6 +126,9 @@ class World:
             started = parse_time(obj.status.start_time) if obj.status.start_time else None
             if obj.phase == "Running" and started is not None:
                 self.started[obj.key] = started
+                duration = _duration(obj)
+                if duration is not None:
+                    heapq.heappush(self._ends, (started + duration, obj.key))
             else:
                 self.started.pop(obj.key, None)
         if not self.raw and self._finished(obj):
@@ -172,12 +178,16 @@ class World:
     # ----------------------------------------------------------------- time passes
 
     def complete_due(self, now: float) -> list[str]:
-        """Tasks whose duration has run out succeed; returns their keys."""
+        """Tasks whose duration has run out succeed; returns their keys (in time, then key order)."""
+        due = []
+        while self._ends and self._ends[0][0] <= now:
+            end, key = heapq.heappop(self._ends)
+            if self.end_time(key) == end:
+                due.append((end, key))
         done = []
-        for key in sorted(self.started):
+        for _, key in sorted(due):
             pod = self.pods.get(key)
-            end = self.end_time(key)
-            if pod is None or pod.phase != "Running" or end is None or end > now:
+            if pod is None or pod.phase != "Running":
                 continue
             finished = pod.model_copy(deep=True)
             finished.status.phase = "Succeeded"
@@ -187,14 +197,17 @@ class World:
         return done
 
     def end_time(self, key: str) -> float | None:
-        task = self.cache.tasks.get(key)
-        if task is None or task.duration is None or key not in self.started:
+        pod = self.pods.get(key)
+        duration = _duration(pod) if pod is not None else None
+        if duration is None or key not in self.started:
             return None
-        return self.started[key] + task.duration
+        return self.started[key] + duration
 
     def next_completion(self) -> float | None:
-        ends = [e for e in (self.end_time(k) for k in self.started) if e is not None]
-        return min(ends) if ends else None
+        """When the next running task ends (entries of restarted or finished tasks are skipped)."""
+        while self._ends and self.end_time(self._ends[0][1]) != self._ends[0][0]:
+            heapq.heappop(self._ends)
+        return self._ends[0][0] if self._ends else None
 
     # ----------------------------------------------------------------- decisions
 
@@ -225,3 +238,14 @@ class World:
                     outcome.failed,
                 )
                 self._store(updated)
+
+
+def _duration(pod: Pod) -> float | None:
+    """The pod's ``lahar.dev/duration`` in seconds, or None (runs until the end)."""
+    text = pod.metadata.annotations.get(LAHAR_DURATION)
+    if text is None:
+        return None
+    try:
+        return parse_duration(text)
+    except DurationError:
+        return None
