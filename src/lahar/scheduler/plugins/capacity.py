@@ -16,7 +16,7 @@ from lahar.resources import MAX_INT64, Dim, Resource, exceeded_part, intersectio
 from lahar.scheduler.api import JobInfo, QueueInfo, TaskInfo
 from lahar.scheduler.framework.session import ABSTAIN, EventHandler, PERMIT, REJECT, Session
 from lahar.scheduler.plugins.base import Plugin
-from lahar.scheduler.plugins.queueattr import QueueAttr, add_job, capability_of, schedulable_states
+from lahar.scheduler.plugins.queueattr import QueueAttr, add_job, admits, capability_of, schedulable_states
 
 ROOT = "root"
 
@@ -299,9 +299,7 @@ class CapacityPlugin(Plugin):
                 return PERMIT
             minimum = job.get_min_resources()
             for uid in self._chain(job.queue):
-                attr = self.attrs[uid]
-                needed = minimum.clone().add(attr.allocated).add(attr.inqueue).sub(attr.elastic)
-                ok, names = needed.less_equal_with_dimension_and_resources_name(attr.real_capability, minimum)
+                ok, names = admits(self.attrs[uid], minimum)
                 if not ok:
                     ssn.note(job.uid, kind="queue-quota", queue=uid, resources=names, plugin=self.name)
                     return REJECT

@@ -16,7 +16,7 @@ from lahar.resources import Dim, Resource, exceeded_part, res_max
 from lahar.scheduler.api import JobInfo, QueueInfo, TaskInfo
 from lahar.scheduler.framework.session import EventHandler, PERMIT, REJECT, Session
 from lahar.scheduler.plugins.base import Plugin
-from lahar.scheduler.plugins.queueattr import QueueAttr, add_job, capability_of, schedulable_states, update_share
+from lahar.scheduler.plugins.queueattr import QueueAttr, add_job, admits, capability_of, schedulable_states, update_share
 
 
 class ProportionPlugin(Plugin):
@@ -96,8 +96,7 @@ class ProportionPlugin(Plugin):
             if job.min_resources is None:
                 return PERMIT
             minimum = job.get_min_resources()
-            needed = minimum.clone().add(attr.allocated).add(attr.inqueue).sub(attr.elastic)
-            ok, names = needed.less_equal_with_dimension_and_resources_name(attr.real_capability, minimum)
+            ok, names = admits(attr, minimum)
             if ok:
                 return PERMIT
             ssn.note(job.uid, kind="queue-quota", queue=queue.name, resources=names, plugin=self.name)

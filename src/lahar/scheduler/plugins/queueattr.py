@@ -15,7 +15,7 @@ from lahar.resources import MAX_FLOAT, MIN_RESOURCE, Resource, share
 from lahar.scheduler.api import JobInfo, TaskStatus, allocated_status
 from lahar.scheduler.framework.config import Arguments
 
-__all__ = ["QueueAttr", "add_job", "inqueue_resource", "schedulable_states", "update_share"]
+__all__ = ["QueueAttr", "add_job", "admits", "inqueue_resource", "schedulable_states", "update_share"]
 
 
 @dataclass
@@ -120,3 +120,11 @@ def schedulable_states(arguments: Arguments) -> frozenset[str]:
     if isinstance(value, str):
         value = [part.strip() for part in value.split(",")]
     return frozenset(str(v) for v in value if v)
+
+
+def admits(attr: QueueAttr, minimum: Resource) -> tuple[bool, list[str]]:
+    """Whether a job's ``minimum`` still fits the queue's real capability once everything it
+    holds and has admitted is counted: ``minimum + allocated + inqueue - elastic <= realCapability``
+    on the dimensions the job asks for (Volcano's enqueue check, strict)."""
+    needed = minimum.clone().add(attr.allocated).add(attr.inqueue).sub(attr.elastic)
+    return needed.less_equal_with_dimension_and_resources_name(attr.real_capability, minimum)
