@@ -22,12 +22,14 @@ from __future__ import annotations
 
 import json
 import time
+from pathlib import Path
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator
 
 from fastapi import Body, FastAPI, Query, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, PlainTextResponse, StreamingResponse
+from fastapi.staticfiles import StaticFiles
 
 from lahar import __version__
 from lahar.errors import BadRequest, LaharError, NotFound
@@ -196,6 +198,16 @@ def _add_lahar_routes(app: FastAPI, service: ApiService, loop: Any, metrics: Cal
     @app.get("/metrics", tags=["Lahar"], summary="Prometheus metrics", response_class=PlainTextResponse)
     def metrics_text() -> str:
         return metrics() if metrics else ""
+
+    @app.get("/lahar/v1/whoami", tags=["Lahar"], summary="The caller as the server sees it")
+    def whoami(request: Request) -> dict:
+        principal = getattr(request.state, "principal", None)
+        if principal is None:
+            return {"user": "anonymous", "groups": [], "admin": True, "authentication": "off"}
+        return {"user": principal.user, "groups": list(principal.groups), "admin": principal.admin, "authentication": "on"}
+
+    ui = Path(__file__).parent / "ui"
+    app.mount("/ui", StaticFiles(directory=ui, html=True), name="ui")
 
 
 def _why(service: ApiService, namespace: str, name: str) -> dict:
