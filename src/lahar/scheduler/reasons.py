@@ -76,9 +76,12 @@ def _admission_reason(ssn: Session, job: JobInfo, queue, notes: dict) -> dict | 
         cap = attr.real_capability if attr is not None else None
         dims = note.get("resources") or []
         names = ", ".join(dims)
+        queue_obj = ssn.queues.get(note["queue"])
+        capped = queue_obj is not None and bool(queue_obj.queue.spec.capability)
+        limit = "its capability" if capped else "the cluster's size less other queues' guarantees (it sets no capability)"
         message = (
             f"queue {note['queue']} capability reached on {names}: the job needs {_quantities(job.get_min_resources(), dims)}, "
-            f"the queue holds {_quantities(attr.allocated if attr else None, dims)} of at most {_quantities(cap, dims)}"
+            f"the queue holds {_quantities(attr.allocated if attr else None, dims)} of at most {_quantities(cap, dims)}, {limit}"
         )
         return {"kind": "capability", "message": message, "resources": note.get("resources") or []}
     if "cluster-overcommit" in notes:

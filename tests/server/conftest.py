@@ -1,0 +1,35 @@
+"""A server without sockets: the FastAPI app over a store, with a hand-driven clock and loop."""
+
+from __future__ import annotations
+
+import pytest
+from fastapi.testclient import TestClient
+
+from lahar.scheduler.framework.config import default_config_text, load_config
+from lahar.server.main import build_server
+from lahar.store import open_store
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1_000_000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += seconds
+
+
+@pytest.fixture(params=["memory", "sqlite"])
+def server(request, tmp_path):
+    url = "memory://" if request.param == "memory" else str(tmp_path / "lahar.db")
+    store = open_store(url)
+    built = build_server(store, load_config(default_config_text()))
+    clock = Clock()
+    built.loop.clock = clock
+    built.service.clock = clock
+    built.clock = clock
+    built.client = TestClient(built.app)
+    yield built
+    store.close()

@@ -1,0 +1,153 @@
+"""The HTTP API through FastAPI's test client: paths, status codes, admission messages."""
+
+from __future__ import annotations
+
+import pytest
+
+Q = "/apis/scheduling.volcano.sh/v1beta1/queues"
+JOBS = "/apis/batch.volcano.sh/v1alpha1/namespaces/default/jobs"
+NODES = "/api/v1/nodes"
+
+
+def queue(name: str, **spec) -> dict:
+    return {"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue", "metadata": {"name": name}, "spec": spec}
+
+
+def job(name: str, queue_name: str = "default", cpu: str = "1", replicas: int = 1, **annotations) -> dict:
+    return {
+        "apiVersion": "batch.volcano.sh/v1alpha1",
+        "kind": "Job",
+        "metadata": {"name": name, "annotations": annotations},
+        "spec": {
+            "queue": queue_name,
+            "tasks": [{"name": "main", "replicas": replicas, "template": {"spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": cpu}}}]}}}],
+        },
+    }
+
+
+def node(name: str, cpu: str = "4") -> dict:
+    return {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name}, "status": {"allocatable": {"cpu": cpu, "memory": "16Gi"}}}
+
+
+def test_builtin_queues_exist(server):
+    names = [q["metadata"]["name"] for q in server.client.get(Q).json()["items"]]
+    assert names == ["default", "root"]
+
+
+def test_create_get_list_delete_queue(server):
+    c = server.client
+    created = c.post(Q, json=queue("research", weight=3))
+    assert created.status_code == 201
+    body = created.json()
+    assert body["spec"]["reclaimable"] is True and body["status"]["state"] == "Open"
+    assert body["metadata"]["resourceVersion"]
+    assert c.get(f"{Q}/research").json()["spec"]["weight"] == 3
+    listing = c.get(Q).json()
+    assert listing["kind"] == "QueueList" and "resourceVersion" in listing["metadata"]
+    refused = c.delete(f"{Q}/research")
+    assert refused.status_code == 422
+    assert "only a Closed queue can be deleted" in refused.json()["message"]
+    assert c.post(f"{Q}/research/close").status_code == 200
+    assert c.delete(f"{Q}/research").status_code == 200
+    assert c.get(f"{Q}/research").status_code == 404
+
+
+@pytest.mark.parametrize(
+    "body,message",
+    [
+        (queue("bad", weight=0), "spec.weight: Invalid value: 0: must be in 1..2147483647"),
+        (queue("Bad_Name"), "metadata.name: Invalid value: \"Bad_Name\""),
+        (queue("q", capability={"cpu": "-1"}), 'spec.capability.cpu: Invalid value: "-1": must be greater than or equal to 0'),
+        (queue("q", parent="nope"), 'spec.parent: Not found: "nope"'),
+    ],
+)
+def test_admission_errors_are_422_with_field_paths(server, body, message):
+    response = server.client.post(Q, json=body)
+    assert response.status_code == 422
+    status = response.json()
+    assert status["kind"] == "Status" and status["reason"] == "Invalid"
+    assert message in status["message"]
+    assert status["details"]["causes"]
+
+
+def test_every_field_error_at_once(server):
+    response = server.client.post(Q, json=queue("Bad_Name", weight=0, capability={"cpu": "x"}))
+    fields = [c["field"] for c in response.json()["details"]["causes"]]
+    assert fields == ["metadata.name", "spec.weight", "spec.capability.cpu"]
+
+
+def test_conflicts_and_not_found(server):
+    c = server.client
+    assert c.post(Q, json=queue("a")).status_code == 201
+    assert c.post(Q, json=queue("a")).json()["reason"] == "AlreadyExists"
+    stored = c.get(f"{Q}/a").json()
+    stored["spec"]["weight"] = 2
+    assert c.put(f"{Q}/a", json=stored).status_code == 200
+    stale = dict(stored)
+    stale["spec"] = {**stored["spec"], "weight": 5}
+    response = c.put(f"{Q}/a", json=stale)
+    assert response.status_code == 409 and response.json()["reason"] == "Conflict"
+    assert c.get(f"{Q}/nope").status_code == 404
+
+
+def test_bad_bodies_are_400_not_500(server):
+    c = server.client
+    assert c.post(Q, content=b"not json", headers={"content-type": "application/json"}).status_code in (400, 422)
+    assert c.post(Q, json=[1, 2]).status_code == 400
+    assert c.post(Q, json={"kind": "Pod", "metadata": {"name": "x"}}).status_code == 400
+
+
+def test_job_to_closed_queue_is_rejected_with_queue_and_state(server):
+    c = server.client
+    c.post(Q, json=queue("q"))
+    c.post(f"{Q}/q/close")
+    response = c.post(JOBS, json=job("j", "q"))
+    assert response.status_code == 422
+    assert 'queue q is Closed and accepts no new jobs' in response.json()["message"]
+
+
+def test_root_cannot_be_closed(server):
+    response = server.client.post(f"{Q}/root/close")
+    assert response.status_code == 200
+    assert response.json()["events"][0]["message"] == "the root queue can never be closed or suspended"
+    assert server.client.get(f"{Q}/root").json()["status"]["state"] == "Open"
+
+
+def test_job_runs_through_the_loop_and_why_explains_waiting(server):
+    c = server.client
+    c.post(NODES, json=node("n1", cpu="2"))
+    assert c.post(JOBS, json=job("small", cpu="1")).status_code == 201
+    assert c.post(JOBS, json=job("big", cpu="8")).status_code == 201
+    server.loop.tick()
+    server.loop.tick()
+    pods = {p["metadata"]["name"]: p for p in c.get("/api/v1/namespaces/default/pods").json()["items"]}
+    assert pods["small-main-0"]["spec"]["nodeName"] == "n1"
+    assert pods["small-main-0"]["status"]["phase"] == "Running"
+    assert "nodeName" not in pods["big-main-0"]["spec"]
+    why = c.get("/lahar/v1/namespaces/default/jobs/big/why").json()
+    assert why["reason"]["kind"] == "capability"
+    assert "the cluster's size less other queues' guarantees" in why["reason"]["message"]
+    assert c.get("/lahar/v1/namespaces/default/jobs/small/why").json()["reason"] is None
+
+
+def test_watch_streams_changes_after_a_version(server):
+    c = server.client
+    version = int(c.get(Q).json()["metadata"]["resourceVersion"])
+    c.post(Q, json=queue("w1"))
+    c.post(Q, json=queue("w2"))
+    lines = c.get(Q, params={"watch": "true", "resourceVersion": version, "timeoutSeconds": 0.5}).text.strip().splitlines()
+    import json
+
+    events = [json.loads(line) for line in lines]
+    assert [(e["type"], e["object"]["metadata"]["name"]) for e in events] == [("ADDED", "w1"), ("ADDED", "w2")]
+
+
+def test_metrics_and_openapi_and_healthz(server):
+    c = server.client
+    c.post(NODES, json=node("n1"))
+    c.post(JOBS, json=job("j"))
+    server.loop.tick()
+    text = c.get("/metrics").text
+    assert "volcano_queue_allocated_milli_cpu" in text and "volcano_queue_share" in text
+    assert c.get("/openapi.json").json()["info"]["title"] == "Lahar"
+    assert c.get("/healthz").json()["status"] == "ok"
