@@ -4,6 +4,9 @@ Every period (1 s by default) ``ControlLoop.tick`` runs the same steps as the si
 the objects the store holds:
 
 1. catch up with every change since the last tick (the store's watch);
+All the writes of one tick are one store transaction (one disk sync), so a crash leaves either
+all of a cycle's binds and evictions or none of them.
+
 2. controllers: vcjobs get their podgroup and pods, bare pods a podgroup, Command objects are
    carried out and deleted, queue statuses are refreshed (counts, Closing -> Closed);
 3. the runtime: tasks whose ``lahar.dev/duration`` has run out succeed;
@@ -182,7 +185,7 @@ class ControlLoop:
 
     def tick(self) -> CycleResult:
         """One pass of every step (see the module docstring)."""
-        with self.service.lock:
+        with self.service.lock, self.service.store.batch():
             now = self.clock()
             world = self.world
             world.sync()
