@@ -16,6 +16,7 @@ def server(
     port: int = typer.Option(8080, "--port", min=1, max=65535, help="Port to listen on."),
     period: str = typer.Option("1s", "--period", help="Time between scheduling cycles."),
     config: Optional[str] = typer.Option(None, "--config", "-c", help="Scheduler configuration file or bundled name (default, capacity, capacity-hierarchy, volcano)."),
+    demo: bool = typer.Option(False, "--demo", help="Load a demo cluster (nodes, queues, jobs) into an empty database."),
 ) -> None:
     """Start the Lahar server: HTTP API, durable store, controllers and the scheduler.
 
@@ -35,5 +36,22 @@ def server(
     conf = resolve_config(config, [])
     store = open_store(db or str(default_db_path()))
     built = build_server(store, conf, seconds)
-    typer.echo(f"lahar server listening on http://{host}:{port} (database: {db or default_db_path()})", err=True)
+    if demo:
+        _load_demo(built.service)
+    typer.echo(f"lahar server listening on http://{host}:{port} (database: {db or default_db_path()}); dashboard: http://{host}:{port}/ui/", err=True)
     serve(built, host, port)
+
+
+def _load_demo(service) -> None:
+    """Create the bundled demo objects, unless the database already holds nodes."""
+    from importlib import resources
+
+    from lahar.model.manifest import load_objects
+
+    if service.list("Node")[0]:
+        typer.echo("--demo: the database already holds nodes; nothing loaded", err=True)
+        return
+    text = (resources.files("lahar") / "examples" / "demo.yaml").read_text(encoding="utf-8")
+    for obj in load_objects(text, "demo.yaml"):
+        service.create(obj.dump())
+    typer.echo("--demo: loaded 4 nodes, 3 queues and 4 jobs", err=True)
