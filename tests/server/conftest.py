@@ -25,7 +25,7 @@ class Clock:
 def server(request, tmp_path):
     url = "memory://" if request.param == "memory" else str(tmp_path / "lahar.db")
     store = open_store(url)
-    built = build_server(store, load_config(default_config_text()))
+    built = build_server(store, load_config(default_config_text()), auth=False)
     clock = Clock()
     built.loop.clock = clock
     built.service.clock = clock

@@ -29,7 +29,7 @@ def free_port() -> int:
 
 def start(db: str, port: int) -> subprocess.Popen:
     proc = subprocess.Popen(
-        [sys.executable, "-m", "lahar.cli.main", "server", "--db", db, "--port", str(port), "--period", "0.1s"],
+        [sys.executable, "-m", "lahar.cli.main", "server", "--db", db, "--port", str(port), "--period", "0.1s", "--no-auth"],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
     )

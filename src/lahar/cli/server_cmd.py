@@ -17,11 +17,13 @@ def server(
     period: str = typer.Option("1s", "--period", help="Time between scheduling cycles."),
     config: Optional[str] = typer.Option(None, "--config", "-c", help="Scheduler configuration file or bundled name (default, capacity, capacity-hierarchy, volcano)."),
     demo: bool = typer.Option(False, "--demo", help="Load a demo cluster (nodes, queues, jobs) into an empty database."),
+    no_auth: bool = typer.Option(False, "--no-auth", help="Accept requests without a token (only on a loopback address)."),
 ) -> None:
     """Start the Lahar server: HTTP API, durable store, controllers and the scheduler.
 
     Every accepted write is on disk before the answer. Stop it with Ctrl-C; start it again on
-    the same --db and it resumes where it stopped.
+    the same --db and it resumes where it stopped. Every request needs a bearer token: on its
+    first start the server creates an admin token in ~/.lahar/token (the CLI reads it there).
     """
     from lahar.server.main import build_server, serve
     from lahar.sim.inputs import resolve_config
@@ -33,9 +35,15 @@ def server(
         raise BadRequest(f"--period: {exc}") from None
     if seconds <= 0:
         raise BadRequest("--period: must be greater than 0")
+    from lahar.server.auth import is_loopback
+
+    if no_auth and not is_loopback(host):
+        raise BadRequest(f"--no-auth is only allowed on a loopback address, not --host {host}")
     conf = resolve_config(config, [])
     store = open_store(db or str(default_db_path()))
-    built = build_server(store, conf, seconds)
+    built = build_server(store, conf, seconds, auth=not no_auth)
+    if built.admin_token_path is not None:
+        typer.echo(f"created the admin token; it is in {built.admin_token_path} (mode 0600), where the lahar CLI finds it", err=True)
     if demo:
         _load_demo(built.service)
     typer.echo(f"lahar server listening on http://{host}:{port} (database: {db or default_db_path()}); dashboard: http://{host}:{port}/ui/", err=True)

@@ -63,9 +63,15 @@ RESOURCES = (
 QUEUE_ACTIONS = {"open": "OpenQueue", "close": "CloseQueue", "suspend": "SuspendQueue", "resume": "ResumeQueue"}
 
 
-def create_app(service: ApiService, loop: Any = None, metrics: Callable[[], str] | None = None) -> FastAPI:
+def create_app(service: ApiService, loop: Any = None, metrics: Callable[[], str] | None = None, tokens: Any = None) -> FastAPI:
+    """The application; with ``tokens`` (a ``TokenStore``) every request needs a bearer token."""
     app = FastAPI(title="Lahar", version=__version__, description="Queue-based batch scheduling for shared clusters.")
     app.state.service, app.state.loop = service, loop
+    if tokens is not None:
+        from lahar.server.auth import AuthMiddleware
+
+        app.add_middleware(AuthMiddleware, tokens=tokens)
+        _add_token_routes(app, tokens)
 
     @app.exception_handler(LaharError)
     async def _lahar_error(request: Request, exc: LaharError) -> JSONResponse:
@@ -111,6 +117,7 @@ def _add_resource_routes(app: FastAPI, service: ApiService, resource: Resource) 
         return f"{namespace}/{name}" if resource.namespaced else name
 
     def list_objects(
+        request: Request,
         namespace: str | None = None,
         watch: bool = Query(False, description="Stream changes after resourceVersion, one JSON event per line."),
         resourceVersion: int = Query(0, ge=0),
@@ -121,21 +128,21 @@ def _add_resource_routes(app: FastAPI, service: ApiService, resource: Resource) 
             stream = _watch_stream(service, resource, resourceVersion, namespace, timeoutSeconds)
             return StreamingResponse(stream, media_type="application/json")
         labels = _labels(labelSelector)
-        items, version = service.list(resource.kind, namespace, labels)
+        items, version = service.list(resource.kind, namespace, labels, who=_who(request))
         return _list_document(resource, items, version)
 
-    def create_object(namespace: str | None = None, body: dict = Body(...)) -> JSONResponse:
+    def create_object(request: Request, namespace: str | None = None, body: dict = Body(...)) -> JSONResponse:
         body = dict(body)
         body.setdefault("kind", resource.kind)
         body.setdefault("apiVersion", resource.group_version)
         if body.get("kind") != resource.kind:
             raise BadRequest(f'kind "{body.get("kind")}" cannot be created at {resource.plural}')
-        return JSONResponse(service.create(body, namespace), status_code=201)
+        return JSONResponse(service.create(body, namespace, who=_who(request)), status_code=201)
 
-    def get_object(name: str, namespace: str | None = None) -> dict:
-        return service.get(resource.kind, key(namespace, name))
+    def get_object(request: Request, name: str, namespace: str | None = None) -> dict:
+        return service.get(resource.kind, key(namespace, name), who=_who(request))
 
-    def replace_object(name: str, namespace: str | None = None, body: dict = Body(...)) -> dict:
+    def replace_object(request: Request, name: str, namespace: str | None = None, body: dict = Body(...)) -> dict:
         body = dict(body)
         body.setdefault("kind", resource.kind)
         body.setdefault("apiVersion", resource.group_version)
@@ -143,10 +150,10 @@ def _add_resource_routes(app: FastAPI, service: ApiService, resource: Resource) 
         if meta.get("name", name) != name:
             raise BadRequest(f'metadata.name "{meta.get("name")}" does not match the path\'s name "{name}"')
         meta["name"] = name
-        return service.update(body, namespace)
+        return service.update(body, namespace, who=_who(request))
 
-    def delete_object(name: str, namespace: str | None = None) -> dict:
-        return service.delete(resource.kind, key(namespace, name))
+    def delete_object(request: Request, name: str, namespace: str | None = None) -> dict:
+        return service.delete(resource.kind, key(namespace, name), who=_who(request))
 
     app.get(base, tags=tag, summary=f"List or watch {resource.plural}")(list_objects)
     app.post(base, tags=tag, summary=f"Create a {resource.kind}", status_code=201)(create_object)
@@ -154,9 +161,14 @@ def _add_resource_routes(app: FastAPI, service: ApiService, resource: Resource) 
     app.put(f"{base}/{{name}}", tags=tag, summary=f"Replace a {resource.kind}")(replace_object)
     app.delete(f"{base}/{{name}}", tags=tag, summary=f"Delete a {resource.kind}")(delete_object)
     if resource.namespaced:
-        app.get(f"{resource.prefix}/{resource.plural}", tags=tag, summary=f"List {resource.plural} in all namespaces")(
-            lambda labelSelector=Query(None): _list_document(resource, *service.list(resource.kind, None, _labels(labelSelector)))
-        )
+        def list_all(request: Request, labelSelector: str | None = Query(None)) -> dict:
+            return _list_document(resource, *service.list(resource.kind, None, _labels(labelSelector), who=_who(request)))
+
+        app.get(f"{resource.prefix}/{resource.plural}", tags=tag, summary=f"List {resource.plural} in all namespaces")(list_all)
+
+
+def _who(request: Request):
+    return getattr(request.state, "principal", None)
 
 
 def _labels(selector: str | None) -> dict[str, str] | None:
@@ -177,18 +189,19 @@ def _add_lahar_routes(app: FastAPI, service: ApiService, loop: Any, metrics: Cal
         return {"status": "ok", "version": __version__}
 
     @app.post("/apis/scheduling.volcano.sh/v1beta1/queues/{name}/{action}", tags=["Queue"], summary="open, close, suspend or resume a queue")
-    def queue_action(name: str, action: str) -> dict:
+    def queue_action(request: Request, name: str, action: str) -> dict:
         if action not in QUEUE_ACTIONS:
             raise BadRequest(f'action: Unsupported value: "{action}": supported values: {", ".join(QUEUE_ACTIONS)}')
-        events = service.queue_action(name, QUEUE_ACTIONS[action], "api")
+        events = service.queue_action(name, QUEUE_ACTIONS[action], "api", who=_who(request))
         return {"queue": service.get("Queue", name), "events": [e.to_json() for e in events]}
 
     @app.post("/queues/{name}/{action}", tags=["Queue"], summary="Short form of the queue action")
-    def queue_action_short(name: str, action: str) -> dict:
-        return queue_action(name, action)
+    def queue_action_short(request: Request, name: str, action: str) -> dict:
+        return queue_action(request, name, action)
 
     @app.get("/lahar/v1/namespaces/{namespace}/jobs/{name}/why", tags=["Lahar"], summary="Why a job waits")
-    def why(namespace: str, name: str) -> dict:
+    def why(request: Request, namespace: str, name: str) -> dict:
+        service.get("PodGroup" if _exists(service, "PodGroup", f"{namespace}/{name}") else "Job", f"{namespace}/{name}", who=_who(request))
         return _why(service, namespace, name)
 
     @app.get("/lahar/v1/queues/tree", tags=["Lahar"], summary="The queue hierarchy with shares")
@@ -208,6 +221,43 @@ def _add_lahar_routes(app: FastAPI, service: ApiService, loop: Any, metrics: Cal
 
     ui = Path(__file__).parent / "ui"
     app.mount("/ui", StaticFiles(directory=ui, html=True), name="ui")
+
+
+def _add_token_routes(app: FastAPI, tokens: Any) -> None:
+    from lahar.errors import Forbidden
+
+    def admin_only(request: Request) -> None:
+        who = _who(request)
+        if who is not None and not who.admin:
+            raise Forbidden(f"{who.describe()} may not manage tokens: only admins may")
+
+    @app.post("/lahar/v1/tokens", tags=["Lahar"], summary="Create a token (admins); the token is shown only in this answer", status_code=201)
+    def create_token(request: Request, body: dict = Body(...)) -> dict:
+        admin_only(request)
+        groups = body.get("groups") or []
+        if isinstance(groups, str):
+            groups = [g.strip() for g in groups.split(",") if g.strip()]
+        token, record = tokens.create(str(body.get("user", "")), list(groups), bool(body.get("admin", False)))
+        return {"token": token, "id": record.id, "user": record.user, "groups": record.groups, "admin": record.admin}
+
+    @app.get("/lahar/v1/tokens", tags=["Lahar"], summary="List tokens (admins; secrets are never shown)")
+    def list_tokens(request: Request) -> dict:
+        admin_only(request)
+        return {"items": tokens.list()}
+
+    @app.delete("/lahar/v1/tokens/{token_id}", tags=["Lahar"], summary="Revoke a token (admins)")
+    def revoke_token(request: Request, token_id: str) -> dict:
+        admin_only(request)
+        record = tokens.revoke(token_id)
+        return {"id": record.id, "user": record.user, "revoked": record.revoked}
+
+
+def _exists(service: ApiService, kind: str, key: str) -> bool:
+    try:
+        service.store.get(kind, key)
+        return True
+    except NotFound:
+        return False
 
 
 def _why(service: ApiService, namespace: str, name: str) -> dict:

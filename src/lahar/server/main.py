@@ -8,13 +8,16 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from lahar.scheduler.framework.config import SchedulerConf
 from lahar.server.app import create_app
+from lahar.server.auth import TokenStore, bootstrap_admin_token
 from lahar.server.loop import ControlLoop
 from lahar.server.metrics import QueueMetrics
 from lahar.server.service import ApiService
+from lahar.store import lahar_home
 
 __all__ = ["Server", "build_server", "serve"]
 
@@ -26,14 +29,20 @@ class Server:
     loop: ControlLoop
     metrics: QueueMetrics
     app: Any
+    tokens: Any = None
+    admin_token_path: Path | None = None
 
 
-def build_server(store: Any, conf: SchedulerConf, period: float = 1.0) -> Server:
+def build_server(store: Any, conf: SchedulerConf, period: float = 1.0, auth: bool = True, home: Path | None = None) -> Server:
+    """Wire the parts. With ``auth`` a store without tokens gets an admin token, written to
+    ``home/token`` (default ``$LAHAR_HOME``, ``~/.lahar``); ``admin_token_path`` says where."""
     service = ApiService(store)
     metrics = QueueMetrics()
     loop = ControlLoop(service, conf, period, on_cycle=metrics.observe_cycle)
-    app = create_app(service, loop, metrics.text)
-    return Server(store, service, loop, metrics, app)
+    tokens = TokenStore(store) if auth else None
+    written = bootstrap_admin_token(tokens, home or lahar_home()) if tokens is not None else None
+    app = create_app(service, loop, metrics.text, tokens)
+    return Server(store, service, loop, metrics, app, tokens, written)
 
 
 def serve(server: Server, host: str, port: int, log_level: str = "info") -> None:

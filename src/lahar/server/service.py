@@ -18,11 +18,13 @@ from typing import Any, Iterable
 from lahar.admission import admit_create, admit_delete, admit_update
 from lahar.admission.view import LiveView
 from lahar.controller.queue import Changes, QueueEvent, apply_action, descendants
-from lahar.errors import BadRequest, Invalid, NotFound
+from lahar.errors import BadRequest, Forbidden, Invalid, NotFound
 from lahar.model.base import ApiObject
 from lahar.model.manifest import KINDS, parse_object
 from lahar.model.queue import DEFAULT, ROOT, Queue
 from lahar.model.workload import PodGroup
+from lahar.security import Principal
+from lahar.server.access import Access
 
 __all__ = ["ApiService", "MirrorView", "EVENT_KIND"]
 
@@ -61,14 +63,22 @@ class ApiService:
         with self.lock:
             self._ensure_builtin_queues()
             self.mirror = MirrorView(store)
+        self.access = Access(lambda name: self.mirror.queue(name))
 
     # ----------------------------------------------------------------- reads
 
-    def get(self, kind: str, key: str) -> dict:
-        return self.store.get(kind, key)
+    def get(self, kind: str, key: str, who: Principal | None = None) -> dict:
+        obj = self.store.get(kind, key)
+        if not self.access.may_read(who, obj):
+            raise Forbidden(f"{who.describe()} may not read {kind} {key}: it is not theirs and they do not administer its queue")
+        return obj
 
-    def list(self, kind: str, namespace: str | None = None, labels: dict[str, str] | None = None) -> tuple[list[dict], int]:
-        return self.store.list(kind, namespace, labels)
+    def list(self, kind: str, namespace: str | None = None, labels: dict[str, str] | None = None, who: Principal | None = None) -> tuple[list[dict], int]:
+        items, version = self.store.list(kind, namespace, labels)
+        if who is not None and not who.admin:
+            self.mirror.sync()
+            items = [item for item in items if self.access.may_read(who, item)]
+        return items, version
 
     def objects(self, kind: str) -> list[ApiObject]:
         cls = KINDS[kind]
@@ -81,16 +91,22 @@ class ApiService:
 
     # ----------------------------------------------------------------- writes
 
-    def create(self, document: dict, namespace: str | None = None) -> dict:
+    def create(self, document: dict, namespace: str | None = None, who: Principal | None = None) -> dict:
         obj = self._parse(document, namespace)
         with self.lock:
-            admitted = admit_create(obj, self.view())
-            return self.store.create(admitted.dump())
+            view = self.view()
+            self.access.create(who, obj)
+            admitted = admit_create(obj, view)
+            created = self.store.create(admitted.dump())
+            self.audit(who, "create", created)
+            return created
 
-    def update(self, document: dict, namespace: str | None = None) -> dict:
+    def update(self, document: dict, namespace: str | None = None, who: Principal | None = None) -> dict:
         obj = self._parse(document, namespace)
         with self.lock:
             stored = self.store.get(obj.kind, obj.key)
+            self.view()
+            self.access.change(who, stored, "update")
             old = KINDS[obj.kind].model_validate(stored)
             _keep_status(obj, old)
             admitted = admit_update(old, obj, self.view())
@@ -99,6 +115,7 @@ class ApiService:
             written = self.store.update(body)
             if isinstance(old, Queue) and admitted.desired_state != old.desired_state:
                 self._queue_action(old.name, _action_for(admitted.desired_state), "spec.state updated")
+            self.audit(who, "update", written)
             return self.store.get(obj.kind, obj.key) if isinstance(old, Queue) else written
 
     def update_status(self, document: dict) -> dict:
@@ -106,25 +123,34 @@ class ApiService:
         with self.lock:
             return self.store.update(document)
 
-    def delete(self, kind: str, key: str) -> dict:
+    def delete(self, kind: str, key: str, who: Principal | None = None) -> dict:
         with self.lock:
             stored = self.store.get(kind, key)
-            obj = KINDS[kind].model_validate(stored)
             view = self.view()
+            self.access.change(who, stored, "delete")
+            if kind not in KINDS:
+                return self.store.delete(kind, key)
+            obj = KINDS[kind].model_validate(stored)
             admit_delete(obj, view)
             if isinstance(obj, Queue):
                 queues = {q.name: q for q in view.queues()}
                 for child in descendants(queues, obj.name):
                     self.store.delete("Queue", child.name)
-            return self.store.delete(kind, key)
+            deleted = self.store.delete(kind, key)
+            self.audit(who, "delete", deleted)
+            return deleted
 
     # ----------------------------------------------------------------- queue actions
 
-    def queue_action(self, name: str, action: str, reason: str = "") -> list[QueueEvent]:
+    def queue_action(self, name: str, action: str, reason: str = "", who: Principal | None = None) -> list[QueueEvent]:
         """Open / close / suspend / resume a queue now (and its descendants first)."""
         with self.lock:
-            self.store.get("Queue", name)
-            return self._queue_action(name, action, reason)
+            stored = self.store.get("Queue", name)
+            self.view()
+            self.access.change(who, stored, action)
+            events = self._queue_action(name, action, reason)
+            self.audit(who, action, stored)
+            return events
 
     def _queue_action(self, name: str, action: str, reason: str) -> list[QueueEvent]:
         view = self.view()
@@ -155,6 +181,26 @@ class ApiService:
                     "timestamp": self.clock(),
                 }
             )
+
+    def audit(self, who: Principal | None, verb: str, obj: dict) -> None:
+        """An audit event for a change: who did what to which object, and when."""
+        if obj.get("kind") == EVENT_KIND:
+            return
+        meta = obj.get("metadata") or {}
+        name = f"{meta.get('namespace')}/{meta.get('name')}" if meta.get("namespace") else meta.get("name")
+        self.store.create(
+            {
+                "apiVersion": "lahar.dev/v1alpha1",
+                "kind": EVENT_KIND,
+                "metadata": {"generateName": "audit-"},
+                "involvedObject": {"kind": obj.get("kind"), "name": name},
+                "type": "Audit",
+                "reason": verb,
+                "message": f"{who.describe() if who else 'anonymous (authentication off)'} {verb} {obj.get('kind')} {name}",
+                "user": who.user if who else None,
+                "timestamp": self.clock(),
+            }
+        )
 
     # ----------------------------------------------------------------- helpers
 

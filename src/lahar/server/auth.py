@@ -1,0 +1,112 @@
+"""Authentication and authorisation for the HTTP API.
+
+Every request except ``/healthz`` and the dashboard's static files must carry a valid bearer
+token (``lahar.security``); the principal is kept on the request. Tokens are stored in the
+store as ``Token`` objects holding only the hash of their secret. A new server with no token
+creates an admin token, writes it with mode 0600 to ``$LAHAR_HOME/token`` (``~/.lahar/token``,
+where the CLI looks) and prints where it is, once.
+
+What a principal may do is decided by the service (``ApiService.authorize``) from the queue
+ACLs; every change leaves an audit event naming who did what.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from starlette.middleware.base import BaseHTTPMiddleware
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+
+from lahar.errors import BadRequest, LaharError, NotFound
+from lahar.security import TokenRecord, authenticate, new_token
+
+__all__ = ["TokenStore", "AuthMiddleware", "bootstrap_admin_token", "is_loopback", "PUBLIC_PATHS"]
+
+TOKEN_KIND = "Token"
+PUBLIC_PATHS = ("/healthz", "/ui", "/favicon.ico")
+
+
+class TokenStore:
+    """Token records kept in the store (kind ``Token``, named by token id)."""
+
+    def __init__(self, store: Any) -> None:
+        self.store = store
+
+    def lookup(self, token_id: str) -> TokenRecord | None:
+        try:
+            body = self.store.get(TOKEN_KIND, token_id)
+        except (NotFound, LaharError):
+            return None
+        return _record(body)
+
+    def create(self, user: str, groups: list[str], admin: bool) -> tuple[str, TokenRecord]:
+        if not user or not all(c.isalnum() or c in "-_.@" for c in user):
+            raise BadRequest(f'user: Invalid value: "{user}": use letters, digits and - _ . @')
+        token, record = new_token(user, groups, admin)
+        self.store.create({"apiVersion": "lahar.dev/v1alpha1", "kind": TOKEN_KIND, "metadata": {"name": record.id}, **_body(record)})
+        return token, record
+
+    def revoke(self, token_id: str) -> TokenRecord:
+        body = self.store.get(TOKEN_KIND, token_id)
+        body["revoked"] = True
+        body["metadata"].pop("resourceVersion", None)
+        return _record(self.store.update(body))
+
+    def list(self) -> list[dict]:
+        return [{"id": r.id, "user": r.user, "groups": r.groups, "admin": r.admin, "revoked": r.revoked} for r in map(_record, self.store.list(TOKEN_KIND)[0])]
+
+    def empty(self) -> bool:
+        return not self.store.list(TOKEN_KIND)[0]
+
+
+def _body(record: TokenRecord) -> dict:
+    data = asdict(record)
+    return {"user": data["user"], "groups": data["groups"], "admin": data["admin"], "secretHash": data["secret_hash"], "revoked": data["revoked"]}
+
+
+def _record(body: dict) -> TokenRecord:
+    return TokenRecord(body["metadata"]["name"], body["user"], list(body.get("groups") or []), bool(body.get("admin")), body.get("secretHash", ""), bool(body.get("revoked")))
+
+
+def bootstrap_admin_token(tokens: TokenStore, home: Path) -> Path | None:
+    """On a store without tokens, create an admin token and write it (0600) to ``home/token``."""
+    if not tokens.empty():
+        return None
+    token, _ = tokens.create("admin", ["admins"], admin=True)
+    home.mkdir(parents=True, exist_ok=True)
+    path = home / "token"
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as handle:
+        handle.write(token + "\n")
+    os.chmod(path, 0o600)
+    return path
+
+
+def is_loopback(host: str) -> bool:
+    if host in ("localhost",):
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+class AuthMiddleware(BaseHTTPMiddleware):
+    def __init__(self, app: Any, tokens: TokenStore) -> None:
+        super().__init__(app)
+        self.tokens = tokens
+
+    async def dispatch(self, request: Request, call_next):
+        path = request.url.path
+        if path == "/healthz" or path.startswith(("/ui", "/favicon")) or (path.startswith("/ui/") and request.method == "GET"):
+            return await call_next(request)
+        try:
+            request.state.principal = authenticate(request.headers.get("authorization"), self.tokens.lookup)
+        except LaharError as exc:
+            return JSONResponse(exc.to_status(), status_code=exc.http_status, headers={"WWW-Authenticate": "Bearer"})
+        return await call_next(request)

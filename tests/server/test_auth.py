@@ -1,0 +1,102 @@
+"""Tokens and queue ACLs over HTTP: 401 without a token, 403 naming who, what and which ACL."""
+
+from __future__ import annotations
+
+import os
+import stat
+
+import pytest
+from fastapi.testclient import TestClient
+
+from lahar.scheduler.framework.config import default_config_text, load_config
+from lahar.server.main import build_server
+from lahar.store import MemoryStore
+
+Q = "/apis/scheduling.volcano.sh/v1beta1/queues"
+JOBS = "/apis/batch.volcano.sh/v1alpha1/namespaces/default/jobs"
+
+
+@pytest.fixture
+def secured(tmp_path):
+    built = build_server(MemoryStore(), load_config(default_config_text()), home=tmp_path)
+    admin = built.admin_token_path.read_text().strip()
+    client = TestClient(built.app)
+    return built, client, admin
+
+
+def bearer(token: str) -> dict:
+    return {"Authorization": f"Bearer {token}"}
+
+
+def job(name: str, queue: str) -> dict:
+    return {"kind": "Job", "metadata": {"name": name}, "spec": {"queue": queue, "tasks": [{"name": "t", "replicas": 1}]}}
+
+
+def test_requests_need_a_token(secured):
+    built, c, admin = secured
+    assert c.get(Q).status_code == 401
+    assert c.get(Q, headers=bearer("lahar_nope_nope")).status_code == 401
+    assert c.get("/healthz").status_code == 200
+    assert c.get("/ui/").status_code == 200
+    assert c.get(Q, headers=bearer(admin)).status_code == 200
+    mode = stat.S_IMODE(os.stat(built.admin_token_path).st_mode)
+    assert mode == 0o600
+
+
+def test_admin_token_is_created_once(tmp_path):
+    store = MemoryStore()
+    first = build_server(store, load_config(default_config_text()), home=tmp_path)
+    again = build_server(store, load_config(default_config_text()), home=tmp_path / "other")
+    assert first.admin_token_path is not None and again.admin_token_path is None
+    stored = store.list("Token")[0]
+    assert len(stored) == 1 and "secretHash" in stored[0]
+    assert first.admin_token_path.read_text().strip().split("_")[-1] not in str(stored[0])
+
+
+def test_acls_decide_submit_and_operate(secured):
+    _, c, admin = secured
+    made = c.post("/lahar/v1/tokens", json={"user": "alice", "groups": "ml"}, headers=bearer(admin)).json()
+    alice = made["token"]
+    bob = c.post("/lahar/v1/tokens", json={"user": "bob"}, headers=bearer(admin)).json()["token"]
+    acl = {"lahar.dev/submit-acl": "group:ml", "lahar.dev/admin-acl": "alice"}
+    assert c.post(Q, json={"kind": "Queue", "metadata": {"name": "ml-q", "annotations": acl}}, headers=bearer(admin)).status_code == 201
+    assert c.post(Q, json={"kind": "Queue", "metadata": {"name": "bobs", "annotations": {"lahar.dev/submit-acl": "bob"}}}, headers=bearer(admin)).status_code == 201
+
+    created = c.post(JOBS, json=job("a1", "ml-q"), headers=bearer(alice))
+    assert created.status_code == 201 and created.json()["metadata"]["annotations"]["lahar.dev/owner"] == "alice"
+    denied = c.post(JOBS, json=job("a2", "bobs"), headers=bearer(alice))
+    assert denied.status_code == 403
+    assert "user alice (groups ml) may not submit to queue bobs" in denied.json()["message"]
+    assert "lahar.dev/submit-acl" in denied.json()["message"]
+    assert c.post(JOBS, json=job("b1", "bobs"), headers=bearer(bob)).status_code == 201
+
+    no = c.post(f"{Q}/ml-q/suspend", headers=bearer(bob))
+    assert no.status_code == 403 and "user bob may not SuspendQueue queue ml-q" in no.json()["message"]
+    assert c.post(f"{Q}/ml-q/suspend", headers=bearer(alice)).status_code == 200
+    assert c.post(Q, json={"kind": "Queue", "metadata": {"name": "mine"}}, headers=bearer(bob)).status_code == 403
+    assert c.post("/api/v1/nodes", json={"kind": "Node", "metadata": {"name": "n"}}, headers=bearer(bob)).status_code == 403
+
+    seen_by_alice = [j["metadata"]["name"] for j in c.get(JOBS, headers=bearer(alice)).json()["items"]]
+    assert seen_by_alice == ["a1"]
+    assert c.get(f"{JOBS}/b1", headers=bearer(alice)).status_code == 403
+    assert c.delete(f"{JOBS}/b1", headers=bearer(alice)).status_code == 403
+    assert {j["metadata"]["name"] for j in c.get(JOBS, headers=bearer(admin)).json()["items"]} == {"a1", "b1"}
+
+
+def test_revoked_tokens_stop_working_and_users_cannot_manage_tokens(secured):
+    _, c, admin = secured
+    made = c.post("/lahar/v1/tokens", json={"user": "carol"}, headers=bearer(admin)).json()
+    assert c.get(Q, headers=bearer(made["token"])).status_code == 200
+    assert c.post("/lahar/v1/tokens", json={"user": "x"}, headers=bearer(made["token"])).status_code == 403
+    assert c.delete(f"/lahar/v1/tokens/{made['id']}", headers=bearer(admin)).json()["revoked"] is True
+    assert c.get(Q, headers=bearer(made["token"])).status_code == 401
+    listed = c.get("/lahar/v1/tokens", headers=bearer(admin)).json()["items"]
+    assert all("secret" not in str(item).lower() for item in listed)
+
+
+def test_changes_leave_audit_events(secured):
+    _, c, admin = secured
+    c.post(Q, json={"kind": "Queue", "metadata": {"name": "audited"}}, headers=bearer(admin))
+    events = c.get("/apis/lahar.dev/v1alpha1/events", headers=bearer(admin)).json()["items"]
+    audit = [e for e in events if e["type"] == "Audit" and e["involvedObject"]["name"] == "audited"]
+    assert audit and audit[0]["user"] == "admin" and audit[0]["reason"] == "create"
