@@ -151,3 +151,19 @@ def test_metrics_and_openapi_and_healthz(server):
     assert "volcano_queue_allocated_milli_cpu" in text and "volcano_queue_share" in text
     assert c.get("/openapi.json").json()["info"]["title"] == "Lahar"
     assert c.get("/healthz").json()["status"] == "ok"
+
+
+def test_hostile_bodies_are_refused_cleanly(server):
+    c = server.client
+    huge = c.post(Q, content=b"{" + b" " * (2 * 1024 * 1024) + b"}", headers={"content-type": "application/json"})
+    assert huge.status_code == 413 and huge.json()["reason"] == "RequestEntityTooLarge"
+    wrong_type = c.post(Q, content=b"kind: Queue", headers={"content-type": "application/yaml"})
+    assert wrong_type.status_code == 415
+    deep = b"[" * 5000 + b"]" * 5000
+    nested = c.post(Q, content=deep, headers={"content-type": "application/json"})
+    assert nested.status_code == 400 and "nested deeper" in nested.json()["message"]
+    many = queue("labels")
+    many["metadata"]["labels"] = {f"k{i}": "v" for i in range(100)}
+    too_many = c.post(Q, json=many)
+    assert too_many.status_code == 422 and "metadata.labels: Too long" in too_many.json()["message"]
+    assert c.get("/healthz").status_code == 200

@@ -10,7 +10,7 @@ import re
 from fractions import Fraction
 from typing import Mapping
 
-from lahar.errors import FieldError
+from lahar.errors import ErrorType, FieldError
 from lahar.model.base import ObjectMeta
 from lahar.quantity import QuantityError, parse_quantity
 
@@ -52,13 +52,31 @@ def check_subdomain_name(errors: list[FieldError], path: str, name: str | None) 
         errors.append(FieldError.invalid(path, name, _SUBDOMAIN_RULE))
 
 
+MAX_LABELS = 64
+MAX_ANNOTATION_BYTES = 256 * 1024
+
+
 def check_metadata(errors: list[FieldError], meta: ObjectMeta, *, label_name: bool, namespaced: bool) -> None:
-    """Name (label or subdomain syntax; may be empty when ``generateName`` is set) and namespace."""
+    """Name (label or subdomain syntax; may be empty when ``generateName`` is set), namespace,
+    and bounded labels and annotations."""
     check = check_label_name if label_name else check_subdomain_name
     if meta.name or not meta.generate_name:
         check(errors, "metadata.name", meta.name)
+    elif len(meta.generate_name) > 58:
+        errors.append(FieldError.invalid("metadata.generateName", meta.generate_name, "must be at most 58 characters"))
     if namespaced:
         check_label_name(errors, "metadata.namespace", meta.namespace)
+    for field, values in (("labels", meta.labels), ("annotations", meta.annotations)):
+        if len(values) > MAX_LABELS:
+            errors.append(FieldError(f"metadata.{field}", ErrorType.TOO_LONG, f"must have at most {MAX_LABELS} entries (has {len(values)})"))
+        for key in values:
+            if len(key) > 253 or not key:
+                errors.append(FieldError.invalid(f"metadata.{field}", key, "keys must be 1 to 253 characters"))
+    for key, value in meta.labels.items():
+        if len(value) > 63:
+            errors.append(FieldError.invalid(f"metadata.labels[{key}]", value, "must be at most 63 characters"))
+    if sum(len(k) + len(v) for k, v in meta.annotations.items()) > MAX_ANNOTATION_BYTES:
+        errors.append(FieldError(f"metadata.annotations", ErrorType.TOO_LONG, f"must total at most {MAX_ANNOTATION_BYTES} bytes"))
 
 
 def check_resource_list(errors: list[FieldError], path: str, values: Mapping[str, str] | None) -> None:

@@ -18,7 +18,7 @@ from fractions import Fraction
 from lahar.admission.common import (
     INT32_MAX,
     check_int_range,
-    check_label_name,
+    check_metadata,
     check_resource_list,
     resource_values,
 )
@@ -93,7 +93,7 @@ def validate_queue_delete(queue: Queue, view: ClusterView) -> list[FieldError]:
 
 def _field_errors(queue: Queue) -> list[FieldError]:
     errors: list[FieldError] = []
-    check_label_name(errors, "metadata.name", queue.name)
+    check_metadata(errors, queue.metadata, label_name=True, namespaced=False)
     spec = queue.spec
     check_int_range(errors, "spec.weight", spec.weight, 1, INT32_MAX)
     check_int_range(errors, "spec.priority", spec.priority, 0, INT32_MAX)

@@ -32,6 +32,8 @@ __all__ = [
 ]
 
 _ACCEPTING = (QueueState.OPEN.value, QueueState.SUSPENDED.value)
+MAX_TASKS = 100
+MAX_CONTAINERS = 32
 _PREEMPTION_POLICIES = ("PreemptLowerPriority", "Never")
 
 
@@ -75,6 +77,8 @@ def validate_job(job: Job, view: ClusterView, *, check_queue: bool = True) -> li
         check_queue_accepts(errors, "spec.queue", job.queue, view)
     if not job.spec.tasks:
         errors.append(FieldError.required("spec.tasks", "a job needs at least one task"))
+    elif len(job.spec.tasks) > MAX_TASKS:
+        errors.append(FieldError.invalid("spec.tasks", len(job.spec.tasks), f"a job has at most {MAX_TASKS} tasks"))
     seen: set[str] = set()
     for i, task in enumerate(job.spec.tasks):
         path = f"spec.tasks[{i}]"
@@ -126,6 +130,9 @@ def validate_pod(pod: Pod, view: ClusterView) -> list[FieldError]:
 
 def _check_pod_spec(errors: list[FieldError], path: str, spec: PodSpec) -> None:
     for field, containers in (("containers", spec.containers), ("initContainers", spec.init_containers)):
+        if len(containers) > MAX_CONTAINERS:
+            errors.append(FieldError.invalid(f"{path}.{field}", len(containers), f"a pod has at most {MAX_CONTAINERS} {field}"))
+            continue
         for i, container in enumerate(containers):
             where = f"{path}.{field}[{i}].resources"
             check_resource_list(errors, f"{where}.requests", container.resources.requests)

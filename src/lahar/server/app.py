@@ -33,6 +33,7 @@ from fastapi.staticfiles import StaticFiles
 
 from lahar import __version__
 from lahar.errors import BadRequest, LaharError, NotFound
+from lahar.server.limits import LimitsMiddleware
 from lahar.server.service import EVENT_KIND, ApiService
 
 __all__ = ["create_app", "RESOURCES", "Resource"]
@@ -72,6 +73,7 @@ def create_app(service: ApiService, loop: Any = None, metrics: Callable[[], str]
 
         app.add_middleware(AuthMiddleware, tokens=tokens)
         _add_token_routes(app, tokens)
+    app.add_middleware(LimitsMiddleware)  # added last: runs first
 
     @app.exception_handler(LaharError)
     async def _lahar_error(request: Request, exc: LaharError) -> JSONResponse:

@@ -1,0 +1,93 @@
+"""Hostile-input guards in front of the API: body size, content type, JSON nesting depth.
+
+They run before FastAPI parses anything, so an oversized or pathological body is refused with
+a Kubernetes ``Status`` (413, 415 or 400) instead of costing memory or a stack overflow:
+
+- a request body is at most ``max_body`` bytes (1 MiB by default; a vcjob is a few KiB);
+- POST and PUT bodies must be ``application/json``;
+- JSON may nest at most ``max_depth`` levels (64): deeper documents are refused before
+  ``json.loads`` would recurse.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Awaitable, Callable
+
+__all__ = ["LimitsMiddleware", "json_depth", "MAX_BODY", "MAX_DEPTH"]
+
+MAX_BODY = 1024 * 1024
+MAX_DEPTH = 64
+
+
+def json_depth(data: bytes, limit: int) -> int:
+    """The deepest nesting of ``[`` and ``{`` in a JSON text (stops counting past ``limit``)."""
+    depth = deepest = 0
+    in_string = escaped = False
+    for byte in data:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif byte == 0x5C:  # backslash
+                escaped = True
+            elif byte == 0x22:  # quote
+                in_string = False
+        elif byte == 0x22:
+            in_string = True
+        elif byte in (0x5B, 0x7B):
+            depth += 1
+            deepest = max(deepest, depth)
+            if deepest > limit:
+                return deepest
+        elif byte in (0x5D, 0x7D):
+            depth -= 1
+    return deepest
+
+
+def _status(code: int, reason: str, message: str) -> bytes:
+    return json.dumps({"kind": "Status", "apiVersion": "v1", "status": "Failure", "message": message, "reason": reason, "code": code}).encode()
+
+
+class LimitsMiddleware:
+    def __init__(self, app: Any, max_body: int = MAX_BODY, max_depth: int = MAX_DEPTH) -> None:
+        self.app, self.max_body, self.max_depth = app, max_body, max_depth
+
+    async def __call__(self, scope: dict, receive: Callable[[], Awaitable[dict]], send: Callable[[dict], Awaitable[None]]) -> None:
+        if scope["type"] != "http" or scope["method"] not in ("POST", "PUT", "PATCH"):
+            await self.app(scope, receive, send)
+            return
+        headers = {k.decode().lower(): v.decode() for k, v in scope.get("headers", [])}
+        length = headers.get("content-length")
+        if length is not None and length.isdigit() and int(length) > self.max_body:
+            await self._refuse(send, 413, "RequestEntityTooLarge", f"request body of {length} bytes is larger than the limit of {self.max_body} bytes")
+            return
+        body, more = b"", True
+        while more:
+            message = await receive()
+            body += message.get("body", b"")
+            more = message.get("more_body", False)
+            if len(body) > self.max_body:
+                await self._refuse(send, 413, "RequestEntityTooLarge", f"request body is larger than the limit of {self.max_body} bytes")
+                return
+        if body and not headers.get("content-type", "").split(";")[0].strip().lower().endswith("json"):
+            await self._refuse(send, 415, "UnsupportedMediaType", "request bodies must be JSON: send Content-Type: application/json")
+            return
+        if json_depth(body, self.max_depth) > self.max_depth:
+            await self._refuse(send, 400, "BadRequest", f"JSON nested deeper than {self.max_depth} levels is refused")
+            return
+        replayed = False
+
+        async def replay() -> dict:
+            nonlocal replayed
+            if replayed:
+                return await receive()
+            replayed = True
+            return {"type": "http.request", "body": body, "more_body": False}
+
+        await self.app(scope, replay, send)
+
+    @staticmethod
+    async def _refuse(send: Callable[[dict], Awaitable[None]], code: int, reason: str, message: str) -> None:
+        payload = _status(code, reason, message)
+        await send({"type": "http.response.start", "status": code, "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(payload)).encode())]})
+        await send({"type": "http.response.body", "body": payload})
