@@ -1,214 +1,637 @@
-"""One contract, every backend: CRUD, compare-and-swap, resource versions, watch, durability."""
+"""One contract, every backend: CRUD, compare-and-swap, resource versions, watch, batches,
+concurrency; then what only a file can do: reopen, a second process, damaged and foreign files.
+
+The ``store`` fixture runs each contract test on ``MemoryStore`` and on ``SqliteStore`` in
+``tmp_path``; a test that passes on both is what the rest of Lahar may rely on.
+"""
 
 from __future__ import annotations
 
+import hashlib
+import json
+import os
+import sqlite3
 import subprocess
 import sys
+import tempfile
 import threading
 import time
+import uuid
+from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from lahar.errors import AlreadyExists, Conflict, NotFound
-from lahar.store import MemoryStore, SqliteStore, StoreError, StoreGone, open_store
+from lahar.errors import AlreadyExists, BadRequest, Conflict, NotFound
+from lahar.store import (
+    SCHEMA_VERSION,
+    MemoryStore,
+    SqliteStore,
+    SqlStore,
+    StoreError,
+    StoreGone,
+    default_db_path,
+    object_key,
+    open_store,
+)
+
+NOW = 1_800_000_000.0  # 2027-01-15T08:00:00Z
+BACKENDS = ["memory", "sqlite"]
 
 
-@pytest.fixture(params=["memory", "sqlite"])
+def make(backend: str, where: Path, **options) -> MemoryStore | SqliteStore:
+    options.setdefault("clock", lambda: NOW)
+    if backend == "memory":
+        return MemoryStore(**options)
+    return SqliteStore(where / "lahar.db", **options)
+
+
+@pytest.fixture(params=BACKENDS)
 def store(request, tmp_path):
-    s = MemoryStore(retention=50) if request.param == "memory" else SqliteStore(tmp_path / "s.db", retention=50)
+    s = make(request.param, tmp_path)
     yield s
     s.close()
 
 
-def queue(name: str, **labels) -> dict:
-    return {"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue", "metadata": {"name": name, "labels": labels}, "spec": {"weight": 1}}
+def queue(name: str, weight: int = 1, **labels: str) -> dict:
+    return {
+        "apiVersion": "scheduling.volcano.sh/v1beta1",
+        "kind": "Queue",
+        "metadata": {"name": name, "labels": labels},
+        "spec": {"weight": weight},
+    }
 
 
-def pod(name: str, ns: str = "default") -> dict:
-    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": ns}, "spec": {}}
+def pod(name: str, ns: str | None = "default", **labels: str) -> dict:
+    meta: dict = {"name": name, "labels": labels}
+    if ns is not None:
+        meta["namespace"] = ns
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": {}}
 
 
-def test_create_get_list(store):
-    created = store.create(queue("b", team="x"))
-    store.create(queue("a", team="y"))
-    assert created["metadata"]["uid"] and created["metadata"]["creationTimestamp"].endswith("Z")
-    assert store.get("Queue", "b")["metadata"]["labels"] == {"team": "x"}
-    items, version = store.list("Queue")
-    assert [q["metadata"]["name"] for q in items] == ["a", "b"] and version == store.current_version()
-    assert [q["metadata"]["name"] for q in store.list("Queue", label_selector={"team": "x"})[0]] == ["b"]
-    with pytest.raises(AlreadyExists):
-        store.create(queue("a"))
-    with pytest.raises(NotFound):
-        store.get("Queue", "zzz")
+def rv(obj: dict) -> int:
+    return int(obj["metadata"]["resourceVersion"])
 
 
-def test_namespaces_and_generate_name(store):
+def names(items: list[dict]) -> list[str]:
+    return [o["metadata"]["name"] for o in items]
+
+
+# --------------------------------------------------------------------------- create / get / list
+
+
+def test_create_assigns_identity_and_leaves_the_callers_dict_alone(store):
+    mine = queue("a")
+    mine["metadata"]["resourceVersion"] = "12345"
+    created = store.create(mine)
+    meta = created["metadata"]
+    assert uuid.UUID(meta["uid"]).version == 4
+    assert meta["creationTimestamp"] == "2027-01-15T08:00:00Z"
+    assert meta["resourceVersion"] == str(store.current_version())
+    assert mine["metadata"] == {"name": "a", "labels": {}, "resourceVersion": "12345"}
+    assert store.get("Queue", "a") == created
+
+
+def test_get_missing_is_not_found(store):
+    with pytest.raises(NotFound, match='Queue "nope" not found'):
+        store.get("Queue", "nope")
+
+
+@pytest.mark.parametrize(
+    "obj, key",
+    [
+        (queue("q"), ("Queue", "q")),  # cluster-scoped model kind
+        (pod("p", "ns1"), ("Pod", "ns1/p")),
+        (pod("p", None), ("Pod", "default/p")),  # namespaced kind without namespace
+        ({"kind": "Token", "metadata": {"name": "t"}}, ("Token", "t")),
+        ({"kind": "Widget", "metadata": {"name": "w", "namespace": "x"}}, ("Widget", "x/w")),
+        ({"kind": "Widget", "metadata": {"name": "w"}}, ("Widget", "w")),
+    ],
+)
+def test_object_keys(obj, key):
+    assert object_key(obj) == key
+
+
+def test_list_filters_and_sorts_by_key(store):
+    for name, ns, team in [
+        ("b", "ns2", "x"),
+        ("c", "ns1", "y"),
+        ("a", "ns2", "y"),
+        ("a", "ns1", "x"),
+    ]:
+        store.create(pod(name, ns, team=team))
+    store.create(queue("z"))
+    cases = [
+        ({}, ["ns1/a", "ns1/c", "ns2/a", "ns2/b"]),
+        ({"namespace": "ns2"}, ["ns2/a", "ns2/b"]),
+        ({"label_selector": {"team": "x"}}, ["ns1/a", "ns2/b"]),
+        ({"namespace": "ns1", "label_selector": {"team": "y"}}, ["ns1/c"]),
+        ({"label_selector": {"team": "nobody"}}, []),
+        ({"namespace": "ns3"}, []),
+    ]
+    for filters, keys in cases:
+        items, version = store.list("Pod", **filters)
+        assert [object_key(o)[1] for o in items] == keys, filters
+        assert version == store.current_version()
+    assert names(store.list("Queue")[0]) == ["z"]
+    assert store.list("Queue", namespace="default")[0] == []  # cluster-scoped: in no namespace
+
+
+def test_generate_name(store):
+    made = [
+        store.create(
+            {"kind": "Command", "metadata": {"generateName": "open-"}, "action": "OpenQueue"}
+        )
+        for _ in range(3)
+    ]
+    for obj in made:
+        name = obj["metadata"]["name"]
+        assert name.startswith("open-") and len(name) == len("open-") + 5
+        assert all(c.isdigit() or "a" <= c <= "z" for c in name[5:])
+        assert obj["metadata"]["namespace"] == "default"
+    assert len({o["metadata"]["name"] for o in made}) == 3
+
+
+def test_create_existing_key_is_already_exists(store):
     store.create(pod("p", "ns1"))
-    store.create(pod("p", "ns2"))
-    generated = store.create({"kind": "Command", "metadata": {"generateName": "q-open-"}, "action": "OpenQueue"})
-    assert generated["metadata"]["name"].startswith("q-open-") and len(generated["metadata"]["name"]) == len("q-open-") + 5
-    assert generated["metadata"]["namespace"] == "default"
-    assert [p["metadata"]["namespace"] for p in store.list("Pod", "ns2")[0]] == ["ns2"]
-    assert store.get("Pod", "ns1/p")["metadata"]["namespace"] == "ns1"
+    store.create(pod("p", "ns2"))  # same name, other namespace: another key
+    with pytest.raises(AlreadyExists, match='Pod "ns1/p" already exists'):
+        store.create(pod("p", "ns1"))
 
 
-def test_versions_increase_across_kinds(store):
-    versions = [int(store.create(queue(f"q{i}"))["metadata"]["resourceVersion"]) for i in range(3)]
-    versions.append(int(store.create(pod("p"))["metadata"]["resourceVersion"]))
-    assert versions == sorted(versions) and len(set(versions)) == 4
+@pytest.mark.parametrize(
+    "bad",
+    [
+        {"metadata": {"name": "x"}},
+        {"kind": "Queue", "metadata": {}},
+        {"kind": "Queue"},
+        {"kind": "Queue", "metadata": {"name": "x"}, "spec": {"at": object()}},
+    ],
+)
+def test_unstorable_objects_are_bad_requests(store, bad):
+    with pytest.raises(BadRequest):
+        store.create(bad)
+    assert store.current_version() == 0
 
 
-def test_compare_and_swap(store):
+def test_returned_objects_are_copies(store):
+    created = store.create(queue("a"))
+    created["spec"]["weight"] = 99
+    store.get("Queue", "a")["spec"]["weight"] = 98
+    store.list("Queue")[0][0]["spec"]["weight"] = 97
+    store.watch(0)[0].object["spec"]["weight"] = 96
+    assert store.get("Queue", "a")["spec"]["weight"] == 1
+    assert store.watch(0)[0].object["spec"]["weight"] == 1
+
+
+# --------------------------------------------------------------------------- update / delete
+
+
+def test_update_is_compare_and_swap(store):
     first = store.create(queue("a"))
-    first["spec"]["weight"] = 2
-    second = store.update(first)
-    assert second["spec"]["weight"] == 2 and second["metadata"]["uid"] == first["metadata"]["uid"]
-    first["spec"]["weight"] = 3  # still carries the old version
-    with pytest.raises(Conflict, match="stale"):
-        store.update(first)
-    unconditional = dict(second, spec={"weight": 4})
-    unconditional["metadata"] = {k: v for k, v in second["metadata"].items() if k != "resourceVersion"}
-    assert store.update(unconditional)["spec"]["weight"] == 4
+    second = store.update({**first, "spec": {"weight": 2}})
+    assert rv(second) > rv(first)
+    assert {k: second["metadata"][k] for k in ("uid", "creationTimestamp")} == {
+        k: first["metadata"][k] for k in ("uid", "creationTimestamp")
+    }
+    with pytest.raises(
+        Conflict, match=rf'Queue "a".*resourceVersion {rv(first)}.*now at {rv(second)}'
+    ):
+        store.update({**first, "spec": {"weight": 3}})  # still carries the first version
+    assert store.get("Queue", "a")["spec"]["weight"] == 2
+
+
+def test_update_without_version_is_unconditional_and_keeps_identity(store):
+    first = store.create(queue("a"))
+    blind = queue("a", weight=4)  # no resourceVersion, no uid
+    written = store.update(blind)
+    assert written["spec"]["weight"] == 4
+    assert written["metadata"]["uid"] == first["metadata"]["uid"]
+    assert written["metadata"]["creationTimestamp"] == first["metadata"]["creationTimestamp"]
     with pytest.raises(NotFound):
         store.update(queue("ghost"))
 
 
-def test_delete_with_and_without_version(store):
+def test_delete(store):
     a = store.create(queue("a"))
-    store.create(queue("b"))
-    with pytest.raises(Conflict):
-        store.delete("Queue", "a", resource_version="999999")
-    assert store.delete("Queue", "a", a["metadata"]["resourceVersion"])["metadata"]["name"] == "a"
-    store.delete("Queue", "b")
+    store.update(queue("a", weight=2))
+    with pytest.raises(Conflict, match="stale|modified"):
+        store.delete("Queue", "a", resource_version=a["metadata"]["resourceVersion"])
+    current = store.get("Queue", "a")
+    deleted = store.delete("Queue", "a", current["metadata"]["resourceVersion"])
+    assert deleted["spec"]["weight"] == 2 and rv(deleted) == store.current_version() > rv(current)
     with pytest.raises(NotFound):
-        store.delete("Queue", "b")
+        store.get("Queue", "a")
+    with pytest.raises(NotFound):
+        store.delete("Queue", "a")
+    store.create(queue("b"))
+    assert store.delete("Queue", "b")["metadata"]["name"] == "b"  # no version: unconditional
 
 
-def test_watch_returns_later_events_in_order(store):
+# --------------------------------------------------------------------------- versions and watch
+
+
+def test_versions_strictly_increase_across_kinds(store):
+    written = [
+        store.create(queue("q")),
+        store.create(pod("p")),
+        store.update(queue("q", weight=2)),
+        store.create(pod("r")),
+    ]
+    written.append(store.delete("Pod", "default/p"))
+    assert [rv(o) for o in written] == [1, 2, 3, 4, 5]
+    assert store.current_version() == 5
+
+
+def test_watch_returns_exactly_the_later_changes_in_order(store):
+    store.create(queue("before"))
     start = store.current_version()
     store.create(queue("a"))
-    b = store.create(queue("b"))
-    store.update(b)
+    store.create(pod("p"))
+    store.update(queue("a", weight=2))
     store.delete("Queue", "a")
     events = store.watch(start)
-    assert [(e.type, e.key) for e in events] == [("ADDED", "a"), ("ADDED", "b"), ("MODIFIED", "b"), ("DELETED", "a")]
-    assert [e.resource_version for e in events] == sorted(e.resource_version for e in events)
-    assert store.watch(events[1].resource_version, {"Queue"})[0].type == "MODIFIED"
-    assert store.watch(start, {"Pod"}) == []
+    assert [(e.resource_version, e.type, e.kind, e.key) for e in events] == [
+        (start + 1, "ADDED", "Queue", "a"),
+        (start + 2, "ADDED", "Pod", "default/p"),
+        (start + 3, "MODIFIED", "Queue", "a"),
+        (start + 4, "DELETED", "Queue", "a"),
+    ]
+    assert [rv(e.object) for e in events] == [e.resource_version for e in events]
+    assert events[3].object["spec"]["weight"] == 2  # DELETED carries the last state
+    assert [e.type for e in store.watch(start + 1, {"Queue"})] == ["MODIFIED", "DELETED"]
+    assert [e.key for e in store.watch(start, {"Pod"})] == ["default/p"]
+    assert store.watch(store.current_version()) == []
 
 
-def test_watch_wakes_on_a_write_from_another_thread(store):
-    start = store.current_version()
-    timer = threading.Timer(0.2, lambda: store.create(queue("late")))
-    timer.start()
+def test_watch_times_out_with_nothing(store):
     began = time.monotonic()
-    events = store.watch(start, timeout=5.0)
-    assert events and events[0].key == "late" and time.monotonic() - began < 3.0
+    assert store.watch(store.current_version(), timeout=0.1) == []
+    assert 0.09 <= time.monotonic() - began < 2.0
+
+
+def test_watch_wakes_as_soon_as_another_thread_writes(store):
+    start = store.current_version()
+    written: list[float] = []
+
+    def write_later() -> None:
+        time.sleep(0.1)
+        store.create(queue("late"))
+        written.append(time.monotonic())
+
+    writer = threading.Thread(target=write_later)
+    writer.start()
+    events = store.watch(start, timeout=10.0)
+    woke = time.monotonic()
+    writer.join()
+    assert [e.key for e in events] == ["late"]
+    assert woke - written[0] < 0.5  # woken by the write, not by the 10 s timeout
+
+
+def test_watch_of_other_kinds_keeps_waiting(store):
+    start = store.current_version()
+    timer = threading.Timer(0.05, lambda: store.create(pod("noise")))
+    timer.start()
+    assert store.watch(start, {"Queue"}, timeout=0.3) == []
     timer.join()
 
 
-def test_gone_after_compaction(store):
-    start = store.current_version()
-    for i in range(1100):
-        store.create(pod(f"p{i}"))
-    with pytest.raises(StoreGone):
-        store.watch(start)
-    assert store.watch(store.current_version() - 5)
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_watch_from_before_the_retained_history_is_gone(backend, tmp_path):
+    store = make(backend, tmp_path, retention=20)
+    for i in range(60):
+        store.create(pod(f"p{i:02}"))
+    with pytest.raises(StoreGone) as gone:
+        store.watch(0)
+    assert (
+        gone.value.http_status == 410
+        and gone.value.reason == "Expired"
+        and "list again" in gone.value.message
+    )
+    recent = store.watch(store.current_version() - 20)
+    assert [e.key for e in recent] == [f"default/p{i:02}" for i in range(40, 60)]
+    store.close()
+
+
+# ----------------------------------------------------------------- batches and concurrency
+
+
+def test_batch_is_all_or_nothing(store):
+    store.create(queue("kept"))
+    version = store.current_version()
+    with pytest.raises(RuntimeError), store.batch():
+        store.create(queue("lost"))
+        store.update(queue("kept", weight=9))
+        raise RuntimeError("the control loop failed half-way")
+    assert store.current_version() == version
+    assert (
+        names(store.list("Queue")[0]) == ["kept"]
+        and store.get("Queue", "kept")["spec"]["weight"] == 1
+    )
+    assert store.watch(version) == []
+
+
+def test_a_refused_write_does_not_spoil_its_batch(store):
+    with store.batch():
+        store.create(queue("x"))
+        with pytest.raises(AlreadyExists):
+            store.create(queue("x"))
+        store.create(queue("y"))
+        assert names(store.list("Queue")[0]) == ["x", "y"]  # a batch reads its own writes
+    assert [e.key for e in store.watch(0)] == ["x", "y"]
 
 
 def test_concurrent_writers_lose_no_update(store):
-    store.create(queue("counter"))
+    """Eight API clients at once: each creates its own pods and bumps shared counters, retrying
+    on Conflict as kubectl does. Every acknowledged write must be kept and seen by watch."""
+    threads, rounds, counters = 8, 50, ["c0", "c1", "c2"]
+    for name in counters:
+        store.create(queue(name, weight=0))
+    start = store.current_version()
+    acknowledged: list[int] = []
+    lock = threading.Lock()
 
-    def bump(times: int) -> None:
-        for _ in range(times):
+    def client(t: int) -> None:
+        for i in range(rounds):
+            mine = [rv(store.create(pod(f"t{t}-{i:02}")))]
             while True:
-                current = store.get("Queue", "counter")
+                current = store.get("Queue", counters[(t + i) % len(counters)])
                 current["spec"]["weight"] += 1
                 try:
-                    store.update(current)
+                    mine.append(rv(store.update(current)))
                     break
                 except Conflict:
                     continue
+            with lock:
+                acknowledged.extend(mine)
 
-    threads = [threading.Thread(target=bump, args=(25,)) for _ in range(8)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert store.get("Queue", "counter")["spec"]["weight"] == 1 + 8 * 25
-
-
-def test_batch_is_one_unit(store):
-    with pytest.raises(RuntimeError):
-        with store.batch():
-            store.create(queue("in-batch"))
-            raise RuntimeError("abort")
-    if isinstance(store, SqliteStore):
-        with pytest.raises(NotFound):
-            store.get("Queue", "in-batch")
-    with store.batch():
-        store.create(queue("x"))
-        store.create(queue("y"))
-    assert store.get("Queue", "y")
+    workers = [threading.Thread(target=client, args=(t,)) for t in range(threads)]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join()
+    assert sum(store.get("Queue", c)["spec"]["weight"] for c in counters) == threads * rounds
+    assert len(store.list("Pod")[0]) == threads * rounds
+    assert len(set(acknowledged)) == len(acknowledged) == 2 * threads * rounds
+    assert sorted(acknowledged) == list(range(start + 1, store.current_version() + 1))
+    assert [e.resource_version for e in store.watch(start)] == sorted(acknowledged)
 
 
-def test_sqlite_reopen_keeps_everything(tmp_path):
-    path = tmp_path / "keep.db"
+# ----------------------------------------------------------------- the double agrees with SQL
+
+_NAMES = st.sampled_from(["a", "b", "c"])
+_OPS = st.lists(
+    st.one_of(
+        st.tuples(st.just("create"), _NAMES, st.integers(1, 3)),
+        st.tuples(
+            st.just("update"), _NAMES, st.integers(1, 3), st.sampled_from([None, "stale", "fresh"])
+        ),
+        st.tuples(st.just("delete"), _NAMES, st.sampled_from([None, "stale", "fresh"])),
+    ),
+    max_size=15,
+)
+
+
+def _apply(store, op) -> object:
+    """One client call; the outcome with the random uid left out."""
+    verb, name = op[0], op[1]
+    version = {None: None, "stale": "1"}.get(op[-1], None)
+    if op[-1] == "fresh":
+        try:
+            version = store.get("Queue", name)["metadata"]["resourceVersion"]
+        except NotFound:
+            version = None
+    try:
+        if verb == "create":
+            out = store.create(queue(name, op[2]))
+        elif verb == "update":
+            body = queue(name, op[2])
+            body["metadata"]["resourceVersion"] = version
+            out = store.update(body)
+        else:
+            out = store.delete("Queue", name, version)
+    except (NotFound, AlreadyExists, Conflict) as exc:
+        return type(exc).__name__
+    return (out["metadata"]["resourceVersion"], out["spec"])
+
+
+@settings(max_examples=30, deadline=None)
+@given(ops=_OPS)
+def test_memory_and_sqlite_agree(ops):
+    with tempfile.TemporaryDirectory() as where:
+        memory, sql = make("memory", Path(where)), make("sqlite", Path(where))
+        try:
+            for op in ops:
+                assert _apply(memory, op) == _apply(sql, op), op
+            state = [
+                [(e.resource_version, e.type, e.key, e.object["spec"]) for e in s.watch(0)]
+                for s in (memory, sql)
+            ]
+            assert state[0] == state[1]
+            assert [(o["metadata"]["name"], o["spec"]) for o in memory.list("Queue")[0]] == [
+                (o["metadata"]["name"], o["spec"]) for o in sql.list("Queue")[0]
+            ]
+        finally:
+            sql.close()
+
+
+# --------------------------------------------------------------------------- SQLite: the file
+
+
+def test_sqlite_durability_settings(tmp_path):
+    store = SqliteStore(tmp_path / "lahar.db")
+    with store.engine.connect() as conn:
+        assert conn.exec_driver_sql("PRAGMA journal_mode").scalar() == "wal"
+        assert conn.exec_driver_sql("PRAGMA synchronous").scalar() == 2  # FULL
+        assert conn.exec_driver_sql("PRAGMA busy_timeout").scalar() == 5000
+    store.close()
+
+
+def test_sqlite_reopen_keeps_objects_counter_and_history(tmp_path):
+    path = tmp_path / "deep" / "dir" / "lahar.db"  # the directory is created
     first = SqliteStore(path)
     first.create(queue("a"))
-    version = first.current_version()
+    first.create(pod("p"))
+    first.update(queue("a", weight=3))
+    first.delete("Pod", "default/p")
+    history = [(e.resource_version, e.type, e.key) for e in first.watch(0)]
     first.close()
+    with pytest.raises(StoreError, match="closed"):
+        first.get("Queue", "a")
     again = SqliteStore(path)
-    assert again.get("Queue", "a")["spec"]["weight"] == 1
-    assert again.current_version() == version
-    assert [e.key for e in again.watch(0)] == ["a"]
-    assert int(again.create(queue("b"))["metadata"]["resourceVersion"]) == version + 1
+    assert again.get("Queue", "a")["spec"]["weight"] == 3 and again.list("Pod")[0] == []
+    assert again.current_version() == 4
+    assert [(e.resource_version, e.type, e.key) for e in again.watch(0)] == history
+    assert rv(again.create(queue("b"))) == 5
     again.close()
 
 
-def test_sqlite_another_process_sees_writes(tmp_path):
-    path = tmp_path / "shared.db"
-    mine = SqliteStore(path)
-    start = mine.current_version()
-    code = f"from lahar.store import SqliteStore; s = SqliteStore({str(path)!r}); s.create({queue('from-child')!r}); s.close()"
-    subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
-    events = mine.watch(start, timeout=2.0)
-    assert [e.key for e in events] == ["from-child"]
-    mine.close()
+_CHILD = """
+import json, sys
+from lahar.store import SqliteStore
+store = SqliteStore(sys.argv[1])
+print("ready", flush=True)
+seen = store.watch(int(sys.argv[2]), timeout=20.0)
+store.create({"kind": "Queue", "metadata": {"name": "from-child"}, "spec": {}})
+print(json.dumps([e.key for e in seen]), flush=True)
+store.close()
+"""
 
 
-def test_sqlite_refuses_bad_files(tmp_path):
-    junk = tmp_path / "junk.db"
-    junk.write_bytes(b"this is not a database at all" * 100)
-    with pytest.raises(StoreError, match="junk.db"):
+def test_sqlite_second_process_sees_and_watches_writes(tmp_path):
+    """A tool or a second server on the same file: it sees our writes through watch, we its."""
+    store = SqliteStore(tmp_path / "lahar.db")
+    start = store.current_version()
+    command = [sys.executable, "-c", _CHILD, str(tmp_path / "lahar.db"), str(start)]
+    with subprocess.Popen(command, stdout=subprocess.PIPE, text=True) as child:
+        try:
+            assert child.stdout.readline().strip() == "ready"
+            store.create(queue("from-parent"))
+            events = store.watch(start + 1, timeout=20.0)
+            assert [(e.type, e.key) for e in events] == [("ADDED", "from-child")]
+            assert json.loads(child.stdout.readline()) == ["from-parent"]
+            assert child.wait(timeout=20) == 0
+        finally:
+            child.kill()
+            store.close()
+
+
+def _digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def test_sqlite_refuses_a_file_that_is_not_a_database(tmp_path):
+    junk = tmp_path / "notes.db"
+    junk.write_bytes(b"shopping list: flour, eggs\n" * 400)
+    before = _digest(junk)
+    with pytest.raises(StoreError, match=r"notes\.db.*not a database") as refused:
         SqliteStore(junk)
-    import sqlite3
+    assert refused.value.http_status == 500
+    assert _digest(junk) == before
 
-    other = tmp_path / "other.db"
-    con = sqlite3.connect(other)
-    con.execute("CREATE TABLE songs (title TEXT)")
-    con.commit()
+
+def test_sqlite_refuses_a_damaged_database(tmp_path):
+    path = tmp_path / "lahar.db"
+    store = SqliteStore(path)
+    for i in range(300):
+        store.create(pod(f"p{i:03}", note="x" * 200))
+    store.close()
+    data = bytearray(path.read_bytes())
+    page = 4096
+    data[2 * page : 6 * page] = os.urandom(4 * page)  # the first pages after the header page
+    path.write_bytes(bytes(data))
+    before = _digest(path)
+    with pytest.raises(StoreError, match=r"lahar\.db.*(damaged|malformed)"):
+        SqliteStore(path)
+    assert _digest(path) == before
+
+
+def test_sqlite_refuses_another_applications_database(tmp_path):
+    other = tmp_path / "music.db"
+    with sqlite3.connect(other) as con:
+        con.execute("CREATE TABLE songs (title TEXT)")
     con.close()
-    with pytest.raises(StoreError, match="not a Lahar database"):
+    with pytest.raises(StoreError, match=r"music\.db.*not a Lahar database.*songs"):
         SqliteStore(other)
-    newer = tmp_path / "newer.db"
-    SqliteStore(newer).close()
-    con = sqlite3.connect(newer)
-    con.execute("UPDATE meta SET schema_version = 99")
-    con.commit()
+
+
+def test_sqlite_refuses_a_newer_schema(tmp_path):
+    path = tmp_path / "lahar.db"
+    SqliteStore(path).close()
+    with sqlite3.connect(path) as con:
+        con.execute("UPDATE meta SET schema_version = ?", (SCHEMA_VERSION + 1,))
     con.close()
-    with pytest.raises(StoreError, match="newer Lahar"):
-        SqliteStore(newer)
-    assert junk.read_bytes().startswith(b"this is not")  # untouched
+    with pytest.raises(
+        StoreError, match=rf"lahar\.db.*newer Lahar.*schema version {SCHEMA_VERSION + 1}"
+    ):
+        SqliteStore(path)
 
 
-def test_open_store_urls(tmp_path, monkeypatch):
+_SCHEMA_V1 = """
+CREATE TABLE meta (id INTEGER PRIMARY KEY CHECK (id = 1), schema_version INTEGER NOT NULL,
+                   version INTEGER NOT NULL, compacted INTEGER NOT NULL);
+CREATE TABLE objects (kind TEXT NOT NULL, key TEXT NOT NULL, namespace TEXT, labels TEXT,
+                      rv INTEGER NOT NULL, body TEXT NOT NULL, PRIMARY KEY (kind, key));
+CREATE TABLE events (rv INTEGER PRIMARY KEY, type TEXT NOT NULL, kind TEXT NOT NULL,
+                     key TEXT NOT NULL, body TEXT NOT NULL);
+"""  # the first SQLite store's tables (commit bda9715)
+
+
+def test_sqlite_upgrades_a_version_1_database(tmp_path):
+    """A database written by the first SQLite store (schema 1) opens with its data and history."""
+    path = tmp_path / "lahar.db"
+    body = {
+        "kind": "Pod",
+        "metadata": {"name": "p", "namespace": "ns", "resourceVersion": "7"},
+        "spec": {},
+    }
+    with sqlite3.connect(path) as con:
+        con.executescript(_SCHEMA_V1 + "INSERT INTO meta VALUES (1, 1, 7, 5);")
+        con.execute(
+            "INSERT INTO objects VALUES ('Pod', 'ns/p', 'ns', '{}', 7, ?)", (json.dumps(body),)
+        )
+        for version in (6, 7):
+            con.execute(
+                "INSERT INTO events VALUES (?, 'MODIFIED', 'Pod', 'ns/p', ?)",
+                (version, json.dumps(body)),
+            )
+    con.close()
+    store = SqliteStore(path)
+    assert store.get("Pod", "ns/p") == body and names(store.list("Pod", "ns")[0]) == ["p"]
+    assert [e.resource_version for e in store.watch(5)] == [6, 7]
+    with pytest.raises(StoreGone):
+        store.watch(4)
+    assert rv(store.create(pod("q", "ns"))) == 8
+    store.close()
+    with sqlite3.connect(path) as con:
+        assert con.execute("SELECT schema_version FROM meta").fetchone() == (SCHEMA_VERSION,)
+        assert con.execute("SELECT name FROM objects ORDER BY key").fetchall() == [("p",), ("q",)]
+    con.close()
+
+
+def test_sqlite_locked_database_gives_a_clear_error_after_the_busy_timeout(tmp_path):
+    """Another process holds a write transaction: opening and writing wait, then say why."""
+    path = tmp_path / "lahar.db"
+    store = SqliteStore(path, busy_timeout=0.2)
+    holder = sqlite3.connect(path, isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")
+    try:
+        began = time.monotonic()
+        with pytest.raises(StoreError, match=r"lahar\.db.*cannot open.*locked.*0\.2 s"):
+            SqliteStore(path, busy_timeout=0.2)
+        assert time.monotonic() - began >= 0.15
+        with pytest.raises(StoreError, match=r"lahar\.db.*cannot write.*locked"):
+            store.create(queue("a"))
+        assert store.list("Queue")[0] == []  # reads do not wait for the writer (WAL)
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    assert store.create(queue("a"))["metadata"]["resourceVersion"] == "1"
+    store.close()
+
+
+# --------------------------------------------------------------------------- open_store
+
+
+def test_open_store_picks_the_backend(tmp_path, monkeypatch):
     assert isinstance(open_store("memory://"), MemoryStore)
-    assert isinstance(open_store(str(tmp_path / "x.db")), SqliteStore)
-    assert isinstance(open_store(f"sqlite:///{tmp_path}/y.db"), SqliteStore)
+    for url in (str(tmp_path / "x.db"), f"sqlite:///{tmp_path}/y.db"):
+        opened = open_store(url)
+        assert isinstance(opened, SqliteStore) and isinstance(opened, SqlStore)
+        opened.close()
+    assert (tmp_path / "x.db").exists() and (tmp_path / "y.db").exists()
+    with pytest.raises(StoreError, match="PostgreSQL support is not available yet"):
+        open_store("postgresql://lahar@db/lahar")
     with pytest.raises(StoreError, match="unsupported database URL"):
         open_store("redis://nope")
+
+
+def test_default_database_follows_lahar_home(tmp_path, monkeypatch):
     monkeypatch.setenv("LAHAR_HOME", str(tmp_path / "home"))
-    store = open_store()
+    assert default_db_path() == tmp_path / "home" / "lahar.db"
+    opened = open_store()
     assert (tmp_path / "home" / "lahar.db").exists()
-    store.close()
+    opened.close()
+    monkeypatch.delenv("LAHAR_HOME")
+    assert default_db_path() == Path.home() / ".lahar" / "lahar.db"

@@ -1,7 +1,13 @@
-"""Persistence: one store protocol, backends for memory and SQLite (PostgreSQL in its own module).
+"""Persistence: one narrow store protocol, and the backends behind it (see docs/store.md).
 
-``open_store(url)`` picks the backend: ``memory://``, a file path or ``sqlite:///path``, or
-``postgresql://...``. The default database is ``~/.lahar/lahar.db`` (``$LAHAR_HOME/lahar.db``).
+Why a package: the API server, the control loop and the CLI depend on ``Store`` only, and pick
+a backend once with ``open_store(url)``:
+
+- ``memory://``: ``MemoryStore``, nothing on disk (tests, demos);
+- a file path or ``sqlite:///path``: ``SqliteStore``, the embedded default (a ``SqlStore``);
+- ``postgresql://...``: not available yet.
+
+The default database is ``~/.lahar/lahar.db``, or ``$LAHAR_HOME/lahar.db`` when set.
 """
 
 from __future__ import annotations
@@ -9,32 +15,56 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from lahar.store.base import Store, StoreError, StoreGone, WatchEvent, object_key
+from lahar.store.base import DEFAULT_RETENTION, Store, StoreError, StoreGone, WatchEvent, object_key
 from lahar.store.memory import MemoryStore
+from lahar.store.sql import SCHEMA_VERSION, SqlStore
 from lahar.store.sqlite import SqliteStore
 
-__all__ = ["Store", "StoreError", "StoreGone", "WatchEvent", "MemoryStore", "SqliteStore", "open_store", "default_db_path", "lahar_home", "object_key"]
+__all__ = [
+    "DEFAULT_RETENTION",
+    "SCHEMA_VERSION",
+    "MemoryStore",
+    "SqlStore",
+    "SqliteStore",
+    "Store",
+    "StoreError",
+    "StoreGone",
+    "WatchEvent",
+    "default_db_path",
+    "lahar_home",
+    "object_key",
+    "open_store",
+]
+
+_POSTGRES = ("postgresql://", "postgres://", "postgresql+")
 
 
 def lahar_home() -> Path:
-    return Path(os.environ.get("LAHAR_HOME") or Path.home() / ".lahar")
+    """Where Lahar keeps its files: ``$LAHAR_HOME``, else ``~/.lahar``."""
+    return Path(os.environ.get("LAHAR_HOME") or Path.home() / ".lahar").expanduser()
 
 
 def default_db_path() -> Path:
     return lahar_home() / "lahar.db"
 
 
-def open_store(url: str | None = None):
-    """The store named by ``url`` (default: the SQLite file in Lahar's home directory)."""
-    url = url or str(default_db_path())
+def open_store(url: str | Path | None = None) -> Store:
+    """The store named by ``url``; the default is the SQLite file at ``default_db_path()``.
+
+    ``sqlite:///relative/path`` and ``sqlite:////absolute/path`` follow SQLAlchemy's spelling.
+    Raises ``StoreError`` for a URL it cannot serve, or a database it cannot use.
+    """
+    url = str(url or default_db_path())
     if url.startswith("memory://"):
         return MemoryStore()
-    if url.startswith(("postgresql://", "postgres://", "postgresql+psycopg://")):
-        from lahar.store.postgres import PostgresStore
-
-        return PostgresStore(url)
+    if url.startswith(_POSTGRES):
+        raise StoreError(
+            "PostgreSQL support is not available yet; use a SQLite file path or memory://"
+        )
     if url.startswith("sqlite:///"):
-        url = url[len("sqlite:///") :]
-    elif "://" in url:
-        raise StoreError(f'unsupported database URL "{url}": use a file path, sqlite:///path, memory:// or postgresql://...')
+        return SqliteStore(url[len("sqlite:///") :])
+    if "://" in url:
+        raise StoreError(
+            f'unsupported database URL "{url}": use a file path, sqlite:///path or memory://'
+        )
     return SqliteStore(url)

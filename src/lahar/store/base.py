@@ -1,40 +1,73 @@
-"""The store protocol: one narrow interface every backend implements, and what they share.
+"""The store protocol: one narrow interface every backend implements, and the rules they share.
 
-Objects are JSON-able dicts in Kubernetes shape; the store does not interpret them beyond
-``kind``, ``metadata.name`` / ``namespace`` (the key) and ``metadata.resourceVersion``.
+Why a module of its own: the API server, the control loop and the simulator talk to "a store",
+never to SQLite or a dict, so that a backend can be swapped (memory in tests, SQLite on a laptop,
+PostgreSQL for several servers) without touching them. Everything two backends must agree on
+lives here, once: what the key of an object is, what a new object gets (uid, creation time,
+generated name), when a write is a conflict, and when watch history is compacted.
 
-Resource versions form one global, strictly increasing sequence (as in etcd): every write gets
-the next number, stored as the decimal string ``metadata.resourceVersion``. A write that names
-a ``resourceVersion`` other than the stored one fails with ``Conflict`` (compare-and-swap); one
-that names none overwrites. ``watch(since)`` returns every change after ``since`` in order; a
-version older than the retained history raises ``StoreGone`` (410): re-list and watch again.
+Objects are JSON-able dicts in Kubernetes shape; the store reads nothing but ``kind``,
+``metadata.name`` / ``namespace`` (the key), ``metadata.labels`` (selectors) and
+``metadata.resourceVersion`` (compare-and-swap). It is kind-agnostic otherwise.
+
+Resource versions form one global, strictly increasing sequence across every kind, as in etcd:
+each write gets the next integer, shown as the decimal string ``metadata.resourceVersion``.
+Versions are contiguous: every version is exactly one watch event.
 """
 
 from __future__ import annotations
 
-import random
+import json
+import secrets
 import string
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime, timezone
-from typing import Callable, Protocol
+from datetime import UTC, datetime
+from typing import Any, Literal, Protocol
 
-from lahar.errors import LaharError
+from lahar.errors import BadRequest, Conflict, LaharError
+from lahar.model.manifest import KINDS
 
-__all__ = ["Store", "WatchEvent", "StoreGone", "StoreError", "object_key", "is_namespaced", "prepare_new", "now_rfc3339"]
+__all__ = [
+    "DEFAULT_RETENTION",
+    "ChangeType",
+    "Store",
+    "StoreError",
+    "StoreGone",
+    "WatchEvent",
+    "check_version",
+    "compaction_horizon",
+    "copy_json",
+    "gone",
+    "is_namespaced",
+    "labels_match",
+    "new_object",
+    "object_key",
+    "replacement",
+    "rfc3339",
+    "stored_namespace",
+    "to_json",
+]
 
-_CLUSTER_SCOPED = {"Queue", "Node", "PriorityClass", "SchedulerConfiguration", "LaharEvent", "Token", "UsageRecord"}
+DEFAULT_RETENTION = 100_000
+
+# Kinds the server stores that have no model class; all cluster-scoped.
+_CLUSTER_SCOPED = frozenset({"LaharEvent", "Token", "UsageRecord"})
+_NAME_SUFFIX = string.ascii_lowercase + string.digits
+
+ChangeType = Literal["ADDED", "MODIFIED", "DELETED"]
 
 
 class StoreGone(LaharError):
-    """A watch asked for changes older than the store keeps: list again, then watch."""
+    """A watch asked for changes older than the retained history: list again, then watch."""
 
     http_status = 410
     reason = "Expired"
 
 
 class StoreError(LaharError):
-    """The database cannot be used (corrupted, locked, of a newer version...). Never silently reset."""
+    """The database cannot be used: damaged, not Lahar's, too new, locked, closed. Never reset."""
 
     http_status = 500
     reason = "StoreError"
@@ -42,64 +75,23 @@ class StoreError(LaharError):
 
 @dataclass(frozen=True)
 class WatchEvent:
+    """One change: the object as written (DELETED: its last state, with the delete's version)."""
+
     resource_version: int
-    type: str  # ADDED, MODIFIED, DELETED
+    type: ChangeType
     kind: str
     key: str
     object: dict
 
 
-def is_namespaced(kind: str) -> bool:
-    from lahar.model.manifest import KINDS
-
-    cls = KINDS.get(kind)
-    if cls is not None:
-        return cls.NAMESPACED
-    return kind not in _CLUSTER_SCOPED
-
-
-def object_key(obj: dict) -> tuple[str, str]:
-    """(kind, key): ``namespace/name`` for namespaced kinds, ``name`` otherwise."""
-    kind = obj.get("kind") or ""
-    meta = obj.get("metadata") or {}
-    name = meta.get("name") or ""
-    if not kind or not name:
-        from lahar.errors import BadRequest
-
-        raise BadRequest("an object needs kind and metadata.name to be stored")
-    if is_namespaced(kind):
-        return kind, f"{meta.get('namespace') or 'default'}/{name}"
-    return kind, name
-
-
-def now_rfc3339(clock: Callable[[], float]) -> str:
-    stamp = datetime.fromtimestamp(clock(), timezone.utc)
-    return stamp.strftime("%Y-%m-%dT%H:%M:%S") + "Z"
-
-
-def prepare_new(obj: dict, clock: Callable[[], float]) -> dict:
-    """A copy ready to create: name from generateName, namespace default, uid and creation time."""
-    body = _deep_copy(obj)
-    meta = body.setdefault("metadata", {})
-    if not meta.get("name") and meta.get("generateName"):
-        meta["name"] = meta["generateName"] + "".join(random.choices(string.ascii_lowercase + string.digits, k=5))
-    if is_namespaced(body.get("kind", "")) and not meta.get("namespace"):
-        meta["namespace"] = "default"
-    meta["uid"] = str(uuid.uuid4())
-    meta["creationTimestamp"] = now_rfc3339(clock)
-    return body
-
-
-def _deep_copy(obj: dict) -> dict:
-    import json
-
-    return json.loads(json.dumps(obj))
-
-
 class Store(Protocol):
+    """What the server, the control loop and the simulator may ask of a store (docs/store.md)."""
+
     def get(self, kind: str, key: str) -> dict: ...
 
-    def list(self, kind: str, namespace: str | None = None, label_selector: dict[str, str] | None = None) -> tuple[list[dict], int]: ...
+    def list(
+        self, kind: str, namespace: str | None = None, label_selector: dict[str, str] | None = None
+    ) -> tuple[list[dict], int]: ...
 
     def create(self, obj: dict) -> dict: ...
 
@@ -107,8 +99,133 @@ class Store(Protocol):
 
     def delete(self, kind: str, key: str, resource_version: str | None = None) -> dict: ...
 
-    def watch(self, since: int, kinds: set[str] | None = None, timeout: float = 0.0) -> list[WatchEvent]: ...
+    def watch(
+        self, since: int, kinds: set[str] | None = None, timeout: float = 0.0
+    ) -> list[WatchEvent]: ...
 
     def current_version(self) -> int: ...
 
     def close(self) -> None: ...
+
+
+# --------------------------------------------------------------------------- keys
+
+
+def is_namespaced(kind: str, metadata: dict | None = None) -> bool:
+    """Model kinds say so themselves; an unknown kind is namespaced when it names a namespace."""
+    cls = KINDS.get(kind)
+    if cls is not None:
+        return cls.NAMESPACED
+    if kind in _CLUSTER_SCOPED:
+        return False
+    return bool((metadata or {}).get("namespace"))
+
+
+def object_key(obj: dict) -> tuple[str, str]:
+    """``(kind, key)``: key ``namespace/name`` (namespace ``default`` if unset) or ``name``."""
+    kind = obj.get("kind") if isinstance(obj, dict) else None
+    meta = obj.get("metadata") if isinstance(obj, dict) else None
+    name = meta.get("name") if isinstance(meta, dict) else None
+    if not isinstance(kind, str) or not kind or not isinstance(name, str) or not name:
+        raise BadRequest("an object needs a kind and a metadata.name to be stored")
+    if is_namespaced(kind, meta):
+        return kind, f"{meta.get('namespace') or 'default'}/{name}"
+    return kind, name
+
+
+def stored_namespace(obj: dict) -> str | None:
+    """The namespace ``list(kind, namespace)`` finds the object in; None if cluster-scoped."""
+    meta = obj.get("metadata") or {}
+    if is_namespaced(str(obj.get("kind") or ""), meta):
+        return meta.get("namespace") or "default"
+    return None
+
+
+# --------------------------------------------------------------------------- writes
+
+
+def to_json(obj: Any) -> str:
+    try:
+        return json.dumps(obj, separators=(",", ":"), allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise BadRequest(f"the object cannot be stored as JSON: {exc}") from None
+
+
+def copy_json(obj: Any) -> Any:
+    """A deep copy that is JSON-able: what any backend gives back after a round trip."""
+    return json.loads(to_json(obj))
+
+
+def rfc3339(seconds: float) -> str:
+    """``2026-11-22T16:27:20Z``: UTC, whole seconds, as Kubernetes writes timestamps."""
+    return datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def new_object(obj: dict, clock: Callable[[], float]) -> dict:
+    """A copy ready to create: name from ``generateName``, namespace ``default``, uid, time.
+
+    The caller's ``resourceVersion`` is ignored (the store assigns one); its dict is untouched.
+    """
+    body = copy_json(obj)
+    meta = body.get("metadata")
+    if not isinstance(meta, dict):
+        meta = body["metadata"] = {}
+    if not meta.get("name") and meta.get("generateName"):
+        meta["name"] = str(meta["generateName"]) + "".join(
+            secrets.choice(_NAME_SUFFIX) for _ in range(5)
+        )
+    if is_namespaced(str(body.get("kind") or ""), meta) and not meta.get("namespace"):
+        meta["namespace"] = "default"
+    meta["uid"] = str(uuid.uuid4())
+    meta["creationTimestamp"] = rfc3339(clock())
+    meta.pop("resourceVersion", None)
+    return body
+
+
+def replacement(obj: dict, stored: dict) -> dict:
+    """A copy of ``obj`` to store over ``stored``, keeping uid, creation time and namespace."""
+    body = copy_json(obj)
+    meta, old = body["metadata"], stored["metadata"]
+    for field in ("uid", "creationTimestamp", "namespace"):
+        if old.get(field) is not None:
+            meta[field] = old[field]
+    return body
+
+
+def check_version(kind: str, key: str, wanted: object, stored: dict, verb: str) -> None:
+    """Compare-and-swap: a set ``resourceVersion`` must be the stored one. Unset means "any"."""
+    current = stored["metadata"]["resourceVersion"]
+    if wanted not in (None, "") and str(wanted) != current:
+        raise Conflict(
+            f'cannot {verb} {kind} "{key}": the object has been modified since '
+            f"resourceVersion {wanted} "
+            f"(it is now at {current}); read it again and apply your change to the latest version"
+        )
+
+
+def labels_match(obj: dict, selector: dict[str, str] | None) -> bool:
+    """Equality-based selector: every pair must be among the object's labels."""
+    labels = (obj.get("metadata") or {}).get("labels") or {}
+    return all(labels.get(k) == v for k, v in (selector or {}).items())
+
+
+# --------------------------------------------------------------------------- history
+
+
+def compaction_horizon(version: int, compacted: int, retention: int) -> int | None:
+    """After writing ``version``: the version to compact through, or None (not yet).
+
+    History keeps at least ``retention`` events. Compaction runs in batches (a tenth of the
+    retention, at most 1000 events) so that most writes delete nothing.
+    """
+    batch = max(1, min(1000, retention // 10))
+    if version - compacted > retention + batch:
+        return version - retention
+    return None
+
+
+def gone(since: int, compacted: int) -> StoreGone:
+    return StoreGone(
+        f"resourceVersion {since} is too old: the store keeps changes after {compacted} only; "
+        "list again, then watch from the list's resourceVersion"
+    )

@@ -1,125 +1,166 @@
-"""``MemoryStore``: the store in a dict, for tests and ``--db memory://``. Thread-safe, not durable."""
+"""``MemoryStore``: the store in a dict, the test double and ``--db memory://``.
+
+Why it exists: tests and the simulator need a store that starts in microseconds and leaves no
+files, yet behaves like the durable one. The contract suite (``tests/store``) runs the same
+checks against this and the SQL store, so code tested against the double holds on SQLite.
+
+It is thread-safe: one re-entrant lock guards every read and write, and a condition variable on
+that lock wakes watchers when a write lands. It is not durable: everything is gone with the
+process. ``batch()`` has the SQL store's meaning (all the writes inside, or none of them).
+"""
 
 from __future__ import annotations
 
-import json
 import threading
 import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Callable, Iterator
+from dataclasses import replace
 
-from lahar.errors import AlreadyExists, Conflict, NotFound
-from lahar.store.base import StoreGone, WatchEvent, object_key, prepare_new
+from lahar.errors import AlreadyExists, NotFound
+from lahar.store.base import (
+    DEFAULT_RETENTION,
+    ChangeType,
+    WatchEvent,
+    check_version,
+    compaction_horizon,
+    copy_json,
+    gone,
+    labels_match,
+    new_object,
+    object_key,
+    replacement,
+    stored_namespace,
+)
 
 __all__ = ["MemoryStore"]
 
 
-def _copy(obj: dict) -> dict:
-    return json.loads(json.dumps(obj))
-
-
-def _labels_match(obj: dict, selector: dict[str, str] | None) -> bool:
-    labels = (obj.get("metadata") or {}).get("labels") or {}
-    return all(labels.get(k) == v for k, v in (selector or {}).items())
-
-
 class MemoryStore:
-    def __init__(self, retention: int = 100_000, clock: Callable[[], float] = time.time) -> None:
-        self.retention, self.clock = retention, clock
+    """Objects by ``(kind, key)``, plus the last ``retention`` changes for watchers."""
+
+    def __init__(
+        self, retention: int = DEFAULT_RETENTION, clock: Callable[[], float] = time.time
+    ) -> None:
+        self.retention, self.clock = max(1, retention), clock
         self._objects: dict[tuple[str, str], dict] = {}
-        self._events: list[WatchEvent] = []
+        self._events: list[WatchEvent] = []  # versions compacted+1 .. version, one event each
         self._version = 0
         self._compacted = 0
-        self._cond = threading.Condition(threading.RLock())
+        self._changed = threading.Condition(threading.RLock())
+
+    # ----------------------------------------------------------------- reads
 
     def current_version(self) -> int:
-        with self._cond:
+        with self._changed:
             return self._version
 
     def get(self, kind: str, key: str) -> dict:
-        with self._cond:
+        with self._changed:
             obj = self._objects.get((kind, key))
             if obj is None:
                 raise NotFound(kind, key)
-            return _copy(obj)
+            return copy_json(obj)
 
-    def list(self, kind: str, namespace: str | None = None, label_selector: dict[str, str] | None = None) -> tuple[list[dict], int]:
-        with self._cond:
-            items = [
-                _copy(obj)
-                for (k, key), obj in sorted(self._objects.items())
-                if k == kind and (namespace is None or (obj["metadata"].get("namespace") == namespace)) and _labels_match(obj, label_selector)
-            ]
-            return items, self._version
+    def list(
+        self, kind: str, namespace: str | None = None, label_selector: dict[str, str] | None = None
+    ) -> tuple[list[dict], int]:
+        """Objects of ``kind`` sorted by key, and the version they are current at."""
+        with self._changed:
+            found = sorted(
+                (key, obj)
+                for (k, key), obj in self._objects.items()
+                if k == kind
+                and (namespace is None or stored_namespace(obj) == namespace)
+                and labels_match(obj, label_selector)
+            )
+            return copy_json([obj for _, obj in found]), self._version
 
-    def _record(self, kind: str, key: str, kind_of_change: str, obj: dict) -> int:
-        self._version += 1
-        obj["metadata"]["resourceVersion"] = str(self._version)
-        self._events.append(WatchEvent(self._version, kind_of_change, kind, key, _copy(obj)))
-        if len(self._events) > self.retention + self.retention // 10 + 1:
-            dropped = len(self._events) - self.retention
-            self._compacted = self._events[dropped - 1].resource_version
-            del self._events[:dropped]
-        self._cond.notify_all()
-        return self._version
-
-    def create(self, obj: dict) -> dict:
-        with self._cond:
-            body = prepare_new(obj, self.clock)
-            kind, key = object_key(body)
-            if (kind, key) in self._objects:
-                raise AlreadyExists(kind, key)
-            self._record(kind, key, "ADDED", body)
-            self._objects[(kind, key)] = body
-            return _copy(body)
-
-    def update(self, obj: dict) -> dict:
-        with self._cond:
-            kind, key = object_key(obj)
-            stored = self._objects.get((kind, key))
-            if stored is None:
-                raise NotFound(kind, key)
-            wanted = (obj.get("metadata") or {}).get("resourceVersion")
-            if wanted and str(wanted) != stored["metadata"]["resourceVersion"]:
-                raise Conflict(f'{kind} "{key}": the object has been modified (resourceVersion {wanted} is stale, current is {stored["metadata"]["resourceVersion"]}); read it again and retry')
-            body = _copy(obj)
-            body["metadata"]["uid"] = stored["metadata"].get("uid")
-            body["metadata"]["creationTimestamp"] = stored["metadata"].get("creationTimestamp")
-            if stored["metadata"].get("namespace"):
-                body["metadata"]["namespace"] = stored["metadata"]["namespace"]
-            self._record(kind, key, "MODIFIED", body)
-            self._objects[(kind, key)] = body
-            return _copy(body)
-
-    def delete(self, kind: str, key: str, resource_version: str | None = None) -> dict:
-        with self._cond:
-            stored = self._objects.get((kind, key))
-            if stored is None:
-                raise NotFound(kind, key)
-            if resource_version and str(resource_version) != stored["metadata"]["resourceVersion"]:
-                raise Conflict(f'{kind} "{key}": stale resourceVersion {resource_version} on delete; read it again and retry')
-            del self._objects[(kind, key)]
-            body = _copy(stored)
-            self._record(kind, key, "DELETED", body)
-            return body
-
-    def watch(self, since: int, kinds: set[str] | None = None, timeout: float = 0.0) -> list[WatchEvent]:
+    def watch(
+        self, since: int, kinds: set[str] | None = None, timeout: float = 0.0
+    ) -> list[WatchEvent]:
+        """Changes after ``since`` in order; waits up to ``timeout`` seconds for the first one."""
         deadline = time.monotonic() + timeout
-        with self._cond:
+        with self._changed:
             while True:
-                if since < self._compacted:
-                    raise StoreGone(f"resourceVersion {since} is too old: history starts after {self._compacted}; list again, then watch")
-                found = [e for e in self._events if e.resource_version > since and (kinds is None or e.kind in kinds)]
+                found = self._changes_after(since, kinds)
                 remaining = deadline - time.monotonic()
                 if found or remaining <= 0:
-                    return found
-                self._cond.wait(remaining)
+                    return [replace(e, object=copy_json(e.object)) for e in found]
+                self._changed.wait(remaining)
+
+    def _changes_after(self, since: int, kinds: set[str] | None) -> list[WatchEvent]:
+        if since < self._compacted:
+            raise gone(since, self._compacted)
+        later = self._events[max(0, since - self._compacted) :]
+        return [e for e in later if kinds is None or e.kind in kinds]
+
+    # ----------------------------------------------------------------- writes
+
+    def create(self, obj: dict) -> dict:
+        body = new_object(obj, self.clock)
+        kind, key = object_key(body)
+        with self._changed:
+            if (kind, key) in self._objects:
+                raise AlreadyExists(kind, key)
+            self._write("ADDED", kind, key, body)
+            return copy_json(body)
+
+    def update(self, obj: dict) -> dict:
+        kind, key = object_key(obj)
+        with self._changed:
+            stored = self._stored(kind, key)
+            check_version(
+                kind, key, (obj.get("metadata") or {}).get("resourceVersion"), stored, "update"
+            )
+            body = replacement(obj, stored)
+            self._write("MODIFIED", kind, key, body)
+            return copy_json(body)
+
+    def delete(self, kind: str, key: str, resource_version: str | None = None) -> dict:
+        with self._changed:
+            stored = self._stored(kind, key)
+            check_version(kind, key, resource_version, stored, "delete")
+            body = {
+                **stored,
+                "metadata": dict(stored["metadata"]),
+            }  # stored is shared with its event
+            self._write("DELETED", kind, key, body)
+            return copy_json(body)
 
     @contextmanager
     def batch(self) -> Iterator[None]:
-        """Several writes as one unit (here: under one lock)."""
-        with self._cond:
-            yield
+        """Writes inside are one unit: an exception undoes all of them. Other threads wait."""
+        with self._changed:
+            saved = (dict(self._objects), list(self._events), self._version, self._compacted)
+            try:
+                yield
+            except BaseException:
+                self._objects, self._events, self._version, self._compacted = saved
+                raise
 
     def close(self) -> None:
-        return None
+        """Nothing to release; the store stays usable (there is no file to let go of)."""
+
+    # ----------------------------------------------------------------- internals
+
+    def _stored(self, kind: str, key: str) -> dict:
+        stored = self._objects.get((kind, key))
+        if stored is None:
+            raise NotFound(kind, key)
+        return stored
+
+    def _write(self, change: ChangeType, kind: str, key: str, body: dict) -> None:
+        """Give ``body`` the next version, keep it (or drop it), log the change, wake watchers."""
+        self._version += 1
+        body["metadata"]["resourceVersion"] = str(self._version)
+        if change == "DELETED":
+            del self._objects[(kind, key)]
+        else:
+            self._objects[(kind, key)] = body
+        self._events.append(WatchEvent(self._version, change, kind, key, body))
+        horizon = compaction_horizon(self._version, self._compacted, self.retention)
+        if horizon is not None:
+            del self._events[: horizon - self._compacted]
+            self._compacted = horizon
+        self._changed.notify_all()

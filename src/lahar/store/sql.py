@@ -1,0 +1,495 @@
+"""``SqlStore``: the store on SQLAlchemy Core, one backend for SQLite now and PostgreSQL later.
+
+Why Core and not an ORM: the store is kind-agnostic (JSON bodies under a key), so there are
+no classes to map; Core gives dialect-neutral SQL and leaves transactions in our hands.
+Dialect specifics (how to open the file, ``BEGIN IMMEDIATE``, integrity checks) live with the
+engine factory, e.g. ``lahar.store.sqlite``; everything here is portable.
+
+Tables (schema version ``SCHEMA_VERSION``, kept in ``meta``):
+
+- ``objects(kind, key, namespace, name, resource_version, body)``, primary key ``(kind, key)``;
+- ``events(resource_version, type, kind, key, body)``: the watch history, the last
+  ``retention`` changes (older ones are deleted in batches as writes go on);
+- ``meta``: one row with ``schema_version``, ``resource_version`` (the global counter, the
+  version of the newest write) and ``compacted_version`` (history is kept after it).
+
+Each write is one transaction: check the stored object, bump the counter in ``meta``, write
+the object row, append the event, commit. Writers are serialised from the start of their
+transaction: in this process by a lock, across processes by the database (``BEGIN IMMEDIATE``
+on SQLite; a PostgreSQL engine must lock the ``meta`` row when a write transaction begins, see
+``WRITE_OPTION``). ``batch()`` makes many writes one transaction;
+each write inside it is a savepoint, so a write that fails leaves the batch usable. Reads run in
+a transaction of their own, so ``list`` returns items and version from the same snapshot.
+
+Watch wakes in two ways: writers in this process notify a condition variable after they commit,
+and watchers also poll the events table every ``POLL_INTERVAL`` seconds, which is how they see
+writes made by other processes on the same database.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from operator import itemgetter
+
+from sqlalchemy import (
+    BigInteger,
+    CheckConstraint,
+    Column,
+    Connection,
+    Engine,
+    Integer,
+    MetaData,
+    PrimaryKeyConstraint,
+    String,
+    Table,
+    Text,
+    bindparam,
+    delete,
+    insert,
+    inspect,
+    select,
+    text,
+    update,
+)
+from sqlalchemy.exc import DBAPIError
+
+from lahar.errors import AlreadyExists, NotFound
+from lahar.store.base import (
+    DEFAULT_RETENTION,
+    ChangeType,
+    StoreError,
+    WatchEvent,
+    check_version,
+    compaction_horizon,
+    gone,
+    labels_match,
+    new_object,
+    object_key,
+    replacement,
+    stored_namespace,
+    to_json,
+)
+
+__all__ = ["POLL_INTERVAL", "SCHEMA", "SCHEMA_VERSION", "WRITE_OPTION", "SqlStore"]
+
+SCHEMA_VERSION = 2
+POLL_INTERVAL = 0.02
+WRITE_OPTION = "lahar_write"  # execution option: this connection's transaction will write
+
+_VERSION = BigInteger().with_variant(Integer, "sqlite")  # INTEGER PRIMARY KEY is SQLite's rowid
+SCHEMA = MetaData()
+META = Table(
+    "meta",
+    SCHEMA,
+    Column("id", Integer, primary_key=True, autoincrement=False),
+    Column("schema_version", Integer, nullable=False),
+    Column("resource_version", _VERSION, nullable=False),
+    Column("compacted_version", _VERSION, nullable=False),
+    CheckConstraint("id = 1", name="meta_one_row"),
+)
+OBJECTS = Table(
+    "objects",
+    SCHEMA,
+    Column("kind", String, nullable=False),
+    Column("key", String, nullable=False),
+    Column("namespace", String),
+    Column("name", String, nullable=False),
+    Column("resource_version", _VERSION, nullable=False),
+    Column("body", Text, nullable=False),
+    PrimaryKeyConstraint("kind", "key", name="objects_kind_key"),
+)
+EVENTS = Table(
+    "events",
+    SCHEMA,
+    Column("resource_version", _VERSION, primary_key=True, autoincrement=False),
+    Column("type", String, nullable=False),
+    Column("kind", String, nullable=False),
+    Column("key", String, nullable=False),
+    Column("body", Text, nullable=False),
+)
+
+
+# Statements are built once: SQLAlchemy then compiles each once per dialect, and a call costs
+# little more than the driver's own execute.
+_THE_OBJECT = (OBJECTS.c.kind == bindparam("k_kind")) & (OBJECTS.c.key == bindparam("k_key"))
+_GET_BODY = select(OBJECTS.c.body).where(_THE_OBJECT)
+_LIST = select(OBJECTS.c.key, OBJECTS.c.body).where(OBJECTS.c.kind == bindparam("k_kind"))
+_LIST_IN_NAMESPACE = _LIST.where(OBJECTS.c.namespace == bindparam("k_namespace"))
+_INSERT_OBJECT = insert(OBJECTS)
+_REPLACE_OBJECT = (
+    update(OBJECTS)
+    .where(_THE_OBJECT)
+    .values(resource_version=bindparam("new_version"), body=bindparam("new_body"))
+)
+_DELETE_OBJECT = delete(OBJECTS).where(_THE_OBJECT)
+_CURRENT = select(META.c.resource_version)
+_COMPACTED = select(META.c.compacted_version)
+_NEXT_VERSION = (
+    update(META)
+    .where(META.c.id == 1)
+    .values(resource_version=META.c.resource_version + 1)
+    .returning(META.c.resource_version, META.c.compacted_version)
+)
+_SET_COMPACTED = update(META).where(META.c.id == 1).values(compacted_version=bindparam("horizon"))
+_INSERT_EVENT = insert(EVENTS)
+_COMPACT_EVENTS = delete(EVENTS).where(EVENTS.c.resource_version <= bindparam("horizon"))
+_EVENTS_AFTER = (
+    select(EVENTS)
+    .where(EVENTS.c.resource_version > bindparam("since"))
+    .order_by(EVENTS.c.resource_version)
+)
+_EVENTS_OF_KINDS_AFTER = _EVENTS_AFTER.where(EVENTS.c.kind.in_(bindparam("kinds", expanding=True)))
+
+
+class SqlStore:
+    """The store over a SQLAlchemy ``Engine``; ``where`` names the database in error messages.
+
+    Opening creates the schema in an empty database, upgrades an older one, and refuses (with
+    ``StoreError``) a database that is not Lahar's or was written by a newer Lahar.
+    """
+
+    def __init__(
+        self,
+        engine: Engine,
+        *,
+        where: str,
+        retention: int = DEFAULT_RETENTION,
+        clock: Callable[[], float] = time.time,
+        busy_timeout: float = 5.0,
+    ) -> None:
+        self.engine, self.where = engine, where
+        self.retention, self.clock, self.busy_timeout = max(1, retention), clock, busy_timeout
+        self._writer = (
+            threading.RLock()
+        )  # one writer per process; other processes wait in the database
+        self._local = threading.local()  # .conn: this thread's open write transaction (in a batch)
+        self._changed = threading.Condition()
+        self._generation = 0  # bumped after every local commit
+        self._closed = False
+        self._driver_error = engine.dialect.loaded_dbapi.Error
+        try:
+            self._open()
+        except BaseException:
+            engine.dispose()
+            raise
+
+    # ----------------------------------------------------------------- opening
+
+    def _open(self) -> None:
+        with self._errors("open the database"), self._connect(write=True) as conn, conn.begin():
+            self._check_file(conn)
+            found = self._schema_version(conn)
+            if found is None:
+                SCHEMA.create_all(conn)
+                conn.execute(
+                    insert(META).values(
+                        id=1, schema_version=SCHEMA_VERSION, resource_version=0, compacted_version=0
+                    )
+                )
+            elif found > SCHEMA_VERSION:
+                raise StoreError(
+                    f"{self.where}: the database was written by a newer Lahar "
+                    f"(schema version {found}; "
+                    f"this Lahar knows up to {SCHEMA_VERSION}); upgrade Lahar to use it"
+                )
+            elif found < SCHEMA_VERSION:
+                _migrate(conn, found, self.where)
+
+    def _check_file(self, conn: Connection) -> None:
+        """Dialect hook: refuse a damaged database before touching it. Nothing to do in general."""
+
+    def _schema_version(self, conn: Connection) -> int | None:
+        """The database's schema version, None if it is empty. Refuses anybody else's database."""
+        tables = set(inspect(conn).get_table_names())
+        if not tables:
+            return None
+        foreign = StoreError(
+            f"{self.where}: this is not a Lahar database "
+            f"(it holds the tables {', '.join(sorted(tables))}); "
+            "it was left untouched: choose another database"
+        )
+        if "meta" not in tables:
+            raise foreign
+        try:
+            found = conn.execute(
+                select(META.c.schema_version).where(META.c.id == 1)
+            ).scalar_one_or_none()
+        except DBAPIError:
+            raise foreign from None
+        if not isinstance(found, int):
+            raise foreign
+        return found
+
+    # ----------------------------------------------------------------- transactions
+
+    def _connect(self, write: bool = False) -> Connection:
+        if self._closed:
+            raise StoreError(f"{self.where}: the store is closed")
+        conn = self.engine.connect()
+        if write:
+            conn.execution_options(**{WRITE_OPTION: True})
+        return conn
+
+    @contextmanager
+    def _errors(self, doing: str) -> Iterator[None]:
+        """Database failures become one ``StoreError`` that names the database and the cause."""
+        try:
+            yield
+        except (DBAPIError, self._driver_error) as exc:
+            raise StoreError(
+                f"{self.where}: cannot {doing}: {_cause(exc, self.busy_timeout)}"
+            ) from exc
+
+    @contextmanager
+    def _reading(self) -> Iterator[Connection]:
+        """A consistent snapshot; in this thread's batch, the batch (which sees its own writes)."""
+        held = getattr(self._local, "conn", None)
+        with self._errors("read"):
+            if held is not None:
+                yield held
+                return
+            with self._connect() as conn, conn.begin():
+                yield conn
+
+    @contextmanager
+    def _writing(self) -> Iterator[Connection]:
+        """This thread's write transaction: a new one, or a savepoint inside its open batch."""
+        held = getattr(self._local, "conn", None)
+        if held is not None:
+            with self._errors("write"), held.begin_nested():
+                yield held
+            return
+        if not self._writer.acquire(timeout=self.busy_timeout):
+            raise StoreError(
+                f"{self.where}: cannot write: another writer in this process "
+                f"held the database for over {self.busy_timeout:g} s"
+            )
+        try:
+            with self._errors("write"), self._connect(write=True) as conn, conn.begin():
+                self._local.conn = conn
+                try:
+                    yield conn
+                finally:
+                    self._local.conn = None
+        finally:
+            self._writer.release()
+        self._signal()
+
+    @contextmanager
+    def batch(self) -> Iterator[None]:
+        """Every write inside is one transaction, one disk sync: all of them are kept, or none.
+
+        Re-entrant (an inner batch is a savepoint). Other threads' writes wait for it; other
+        threads' reads see the state before it until it commits.
+        """
+        with self._writing():
+            yield
+
+    def _signal(self) -> None:
+        with self._changed:
+            self._generation += 1
+            self._changed.notify_all()
+
+    # ----------------------------------------------------------------- reads
+
+    def current_version(self) -> int:
+        with self._reading() as conn:
+            return conn.execute(_CURRENT).scalar_one()
+
+    def get(self, kind: str, key: str) -> dict:
+        with self._reading() as conn:
+            body = conn.execute(_GET_BODY, {"k_kind": kind, "k_key": key}).scalar_one_or_none()
+        if body is None:
+            raise NotFound(kind, key)
+        return json.loads(body)
+
+    def list(
+        self, kind: str, namespace: str | None = None, label_selector: dict[str, str] | None = None
+    ) -> tuple[list[dict], int]:
+        """Objects of ``kind`` sorted by key, and the version they are current at."""
+        query, params = _LIST, {"k_kind": kind}
+        if namespace is not None:
+            query, params = _LIST_IN_NAMESPACE, {**params, "k_namespace": namespace}
+        with self._reading() as conn:
+            rows = conn.execute(query, params).all()
+            version = conn.execute(_CURRENT).scalar_one()
+        rows.sort(key=itemgetter(0))  # here, not in SQL: collations differ between databases
+        items = [json.loads(body) for _, body in rows]
+        return [obj for obj in items if labels_match(obj, label_selector)], version
+
+    def watch(
+        self, since: int, kinds: set[str] | None = None, timeout: float = 0.0
+    ) -> list[WatchEvent]:
+        """Changes after ``since`` in order; waits up to ``timeout`` seconds for the first one.
+
+        Inside a batch of the same thread only ``timeout=0`` makes sense (the batch holds the lock).
+        """
+        deadline = time.monotonic() + timeout
+        while True:
+            seen = self._generation
+            found = self._changes_after(since, kinds)
+            remaining = deadline - time.monotonic()
+            if found or remaining <= 0:
+                return found
+            with self._changed:
+                if self._generation == seen:
+                    self._changed.wait(min(remaining, POLL_INTERVAL))
+
+    def _changes_after(self, since: int, kinds: set[str] | None) -> list[WatchEvent]:
+        query = _EVENTS_AFTER if kinds is None else _EVENTS_OF_KINDS_AFTER
+        with self._reading() as conn:
+            compacted = conn.execute(_COMPACTED).scalar_one()
+            if since < compacted:
+                raise gone(since, compacted)
+            params = {"since": since} if kinds is None else {"since": since, "kinds": sorted(kinds)}
+            rows = conn.execute(query, params).all()
+        return [
+            WatchEvent(version, change, kind, key, json.loads(body))
+            for version, change, kind, key, body in rows
+        ]
+
+    # ----------------------------------------------------------------- writes
+
+    def create(self, obj: dict) -> dict:
+        body = new_object(obj, self.clock)
+        kind, key = object_key(body)
+        with self._writing() as conn:
+            if conn.execute(_GET_BODY, {"k_kind": kind, "k_key": key}).first() is not None:
+                raise AlreadyExists(kind, key)
+            self._write(conn, "ADDED", kind, key, body)
+        return body
+
+    def update(self, obj: dict) -> dict:
+        kind, key = object_key(obj)
+        with self._writing() as conn:
+            stored = self._stored(conn, kind, key)
+            check_version(
+                kind, key, (obj.get("metadata") or {}).get("resourceVersion"), stored, "update"
+            )
+            body = replacement(obj, stored)
+            self._write(conn, "MODIFIED", kind, key, body)
+        return body
+
+    def delete(self, kind: str, key: str, resource_version: str | None = None) -> dict:
+        with self._writing() as conn:
+            body = self._stored(conn, kind, key)
+            check_version(kind, key, resource_version, body, "delete")
+            self._write(conn, "DELETED", kind, key, body)
+        return body
+
+    def _stored(self, conn: Connection, kind: str, key: str) -> dict:
+        body = conn.execute(_GET_BODY, {"k_kind": kind, "k_key": key}).scalar_one_or_none()
+        if body is None:
+            raise NotFound(kind, key)
+        return json.loads(body)
+
+    def _write(self, conn: Connection, change: ChangeType, kind: str, key: str, body: dict) -> None:
+        """Take the next version, stamp it on ``body``, write the row and the event, compact."""
+        version, compacted = conn.execute(_NEXT_VERSION).one()
+        body["metadata"]["resourceVersion"] = str(version)
+        doc = to_json(body)
+        if change == "ADDED":
+            row = {
+                "kind": kind,
+                "key": key,
+                "namespace": stored_namespace(body),
+                "name": body["metadata"]["name"],
+            }
+            conn.execute(_INSERT_OBJECT, {**row, "resource_version": version, "body": doc})
+        elif change == "MODIFIED":
+            conn.execute(
+                _REPLACE_OBJECT,
+                {"k_kind": kind, "k_key": key, "new_version": version, "new_body": doc},
+            )
+        else:
+            conn.execute(_DELETE_OBJECT, {"k_kind": kind, "k_key": key})
+        conn.execute(
+            _INSERT_EVENT,
+            {"resource_version": version, "type": change, "kind": kind, "key": key, "body": doc},
+        )
+        horizon = compaction_horizon(version, compacted, self.retention)
+        if horizon is not None:
+            conn.execute(_COMPACT_EVENTS, {"horizon": horizon})
+            conn.execute(_SET_COMPACTED, {"horizon": horizon})
+
+    def close(self) -> None:
+        """Release the database (idempotent). Later calls raise ``StoreError``."""
+        self._closed = True
+        self.engine.dispose()
+
+
+def _cause(exc: BaseException, busy_timeout: float) -> str:
+    detail = str(getattr(exc, "orig", None) or exc).strip()
+    if "locked" in detail or "busy" in detail:
+        return (
+            f"the database is locked by another process (waited {busy_timeout:g} s): "
+            f"{detail}; is another Lahar using it?"
+        )
+    if "not a database" in detail or "malformed" in detail or "corrupt" in detail:
+        return (
+            f"the file is damaged or is not a database ({detail}); it was left untouched: "
+            "restore a backup or choose another database"
+        )
+    return detail
+
+
+# --------------------------------------------------------------------------- schema upgrades
+
+
+def _migrate(conn: Connection, found: int, where: str) -> None:
+    """Upgrade, inside the opening transaction, from schema ``found`` to ``SCHEMA_VERSION``."""
+    for version in range(found, SCHEMA_VERSION):
+        step = _UPGRADES.get(version)
+        if step is None:
+            raise StoreError(
+                f"{where}: unknown schema version {found}; "
+                f"this Lahar reads versions 1 to {SCHEMA_VERSION}"
+            )
+        step(conn)
+    conn.execute(update(META).where(META.c.id == 1).values(schema_version=SCHEMA_VERSION))
+
+
+def _from_v1(conn: Connection) -> None:
+    """v1 (the first SQLite store): columns ``rv``, ``version``, ``compacted``, no ``name``."""
+    for table in ("meta", "objects", "events"):
+        conn.execute(text(f"ALTER TABLE {table} RENAME TO {table}_v1"))
+    SCHEMA.create_all(conn)
+    version, compacted = conn.execute(
+        text("SELECT version, compacted FROM meta_v1 WHERE id = 1")
+    ).one()
+    conn.execute(
+        insert(META).values(
+            id=1, schema_version=2, resource_version=version, compacted_version=compacted
+        )
+    )
+    rows = conn.execute(text("SELECT kind, key, namespace, rv, body FROM objects_v1")).all()
+    if rows:
+        conn.execute(
+            insert(OBJECTS),
+            [
+                {
+                    "kind": k,
+                    "key": key,
+                    "namespace": ns,
+                    "name": json.loads(body)["metadata"]["name"],
+                    "resource_version": rv,
+                    "body": body,
+                }
+                for k, key, ns, rv, body in rows
+            ],
+        )
+    conn.execute(
+        text(
+            "INSERT INTO events (resource_version, type, kind, key, body) "
+            "SELECT rv, type, kind, key, body FROM events_v1"
+        )
+    )
+    for table in ("meta", "objects", "events"):
+        conn.execute(text(f"DROP TABLE {table}_v1"))
+
+
+_UPGRADES: dict[int, Callable[[Connection], None]] = {1: _from_v1}
