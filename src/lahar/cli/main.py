@@ -11,6 +11,9 @@ import sys
 import typer
 
 from lahar import __version__
+from lahar.cli import job as job_cli
+from lahar.cli import queue as queue_cli
+from lahar.cli import resources
 from lahar.cli.server_cmd import server
 from lahar.cli.simulate import simulate
 from lahar.errors import LaharError
@@ -34,6 +37,13 @@ app.command(
     help="Start the API server, controllers and scheduling loop on a durable store.",
     epilog="Example: lahar server --db ./lahar.db --port 8080",
 )(server)
+
+
+app.add_typer(queue_cli.app, name="queue")
+app.add_typer(job_cli.app, name="job")
+app.command("apply", epilog=resources.APPLY_EPILOG)(resources.apply)
+app.command("get", epilog=resources.GET_EPILOG)(resources.get)
+app.command("delete", epilog="Examples:\n\nlahar delete queue test\n\nlahar delete job job1 --namespace team-a")(resources.delete)
 
 
 def _version(value: bool) -> None:
