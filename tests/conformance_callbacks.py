@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from lahar.scheduler.api import FitError, PredicateError, StatusCode, TaskStatus
 from lahar.scheduler.framework.session import PERMIT, REJECT
 from lahar.scheduler.plugins.gang import skip_unschedulable_for_releasing
 from lahar.scheduler.plugins import Plugin, register
@@ -17,7 +18,24 @@ class RejecterPlugin(Plugin):
         ssn.add("job_enqueueable", self.name, lambda job: REJECT if job.name == target else PERMIT)
 
 
+class DeviceFitAfterEvictionPlugin(Plugin):
+    """Volcano's preempt_test deviceFitAfterEvictionPlugin: the task ``preemptor`` does not fit a node
+    while a task ``preemptee`` on it is not Releasing (capacity the resource model cannot see)."""
+
+    name = "device-fit-after-eviction"
+
+    def on_session_open(self, ssn) -> None:
+        def predicate(task, node):
+            if task.name != "preemptor":
+                return
+            if any(t.name == "preemptee" and t.status != TaskStatus.RELEASING for t in node.tasks.values()):
+                raise PredicateError(FitError(node.name, [(StatusCode.UNSCHEDULABLE, "hidden device capacity is occupied")]))
+
+        ssn.add("predicate", self.name, predicate)
+
+
 register(RejecterPlugin)
+register(DeviceFitAfterEvictionPlugin)
 
 
 def check_callbacks(ssn, callbacks: list[dict]) -> None:

@@ -67,7 +67,7 @@ KNOWN_ACTIONS = ("enqueue", "allocate", "backfill", "preempt", "reclaim")
 # Plugin names a configuration may use; ``lahar.scheduler.plugins.register`` adds to it.
 KNOWN_PLUGINS: list[str] = [
     "priority", "gang", "conformance", "proportion", "capacity", "overcommit", "drf",
-    "predicates", "nodeorder", "binpack",
+    "predicates", "nodeorder", "binpack", "sla",
 ]  # fmt: skip
 
 

@@ -11,12 +11,13 @@ from lahar.scheduler.plugins.overcommit import OvercommitPlugin
 from lahar.scheduler.plugins.predicates import PredicatesPlugin
 from lahar.scheduler.plugins.priority import PriorityPlugin
 from lahar.scheduler.plugins.proportion import ProportionPlugin
+from lahar.scheduler.plugins.sla import SlaPlugin
 
 PLUGINS: dict[str, type[Plugin]] = {
     cls.name: cls
     for cls in (
         PriorityPlugin, GangPlugin, ConformancePlugin, ProportionPlugin, CapacityPlugin,
-        OvercommitPlugin, DrfPlugin, PredicatesPlugin, NodeOrderPlugin, BinpackPlugin,
+        OvercommitPlugin, DrfPlugin, PredicatesPlugin, NodeOrderPlugin, BinpackPlugin, SlaPlugin,
     )
 }  # fmt: skip
 

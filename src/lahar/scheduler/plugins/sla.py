@@ -1,0 +1,56 @@
+"""sla: jobs that have waited past their service-level waiting time go first and are let in.
+
+Volcano's ``sla`` plugin. The waiting time comes from the podgroup annotation ``sla-waiting-time``
+or, lacking that, the plugin argument of the same name (Go durations such as ``1h30m`` or ``90s``).
+
+- JobOrder: the job whose deadline (creation + waiting time) is earlier goes first; a job with a
+  waiting time goes before one without.
+- JobEnqueueable and JobPipelined: Permit once the job has waited at least its waiting time,
+  otherwise Abstain (never Reject).
+"""
+
+from __future__ import annotations
+
+from lahar.duration import DurationError, parse_duration
+from lahar.scheduler.api import JobInfo
+from lahar.scheduler.framework.session import ABSTAIN, PERMIT, Session
+from lahar.scheduler.plugins.base import Plugin
+
+WAITING_TIME = "sla-waiting-time"
+
+
+def _positive_duration(value: object) -> float | None:
+    try:
+        seconds = parse_duration(value if isinstance(value, (int, float, str)) else "")
+    except DurationError:
+        return None
+    return seconds if seconds > 0 else None
+
+
+class SlaPlugin(Plugin):
+    name = "sla"
+
+    def on_session_open(self, ssn: Session) -> None:
+        default = _positive_duration(self.arguments.get(WAITING_TIME)) if WAITING_TIME in self.arguments else None
+
+        def waiting_time(job: JobInfo) -> float | None:
+            annotations = job.podgroup.metadata.annotations if job.podgroup is not None else None
+            own = _positive_duration(annotations[WAITING_TIME]) if annotations and WAITING_TIME in annotations else None
+            return own if own is not None else default
+
+        def job_order(left: JobInfo, right: JobInfo) -> int:
+            lwait, rwait = waiting_time(left), waiting_time(right)
+            if lwait is None or rwait is None:
+                return 0 if lwait is rwait else (1 if lwait is None else -1)
+            ldeadline, rdeadline = left.creation + lwait, right.creation + rwait
+            return 0 if ldeadline == rdeadline else (-1 if ldeadline < rdeadline else 1)
+
+        def permitable(job: JobInfo) -> int:
+            wait = waiting_time(job)
+            if wait is None or ssn.now - job.creation < wait:
+                return ABSTAIN
+            return PERMIT
+
+        ssn.add("job_order", self.name, job_order)
+        ssn.add("job_enqueueable", self.name, permitable)
+        ssn.add("job_pipelined", self.name, permitable)
