@@ -30,9 +30,11 @@ from fastapi import Body, FastAPI, Query, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, PlainTextResponse, StreamingResponse
 from fastapi.staticfiles import StaticFiles
+from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from lahar import __version__
 from lahar.errors import BadRequest, LaharError, NotFound
+from lahar.server import openapi
 from lahar.server.limits import LimitsMiddleware
 from lahar.server.service import EVENT_KIND, ApiService
 
@@ -79,6 +81,13 @@ def create_app(service: ApiService, loop: Any = None, metrics: Callable[[], str]
     async def _lahar_error(request: Request, exc: LaharError) -> JSONResponse:
         return JSONResponse(exc.to_status(), status_code=exc.http_status)
 
+    @app.exception_handler(StarletteHTTPException)
+    async def _http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        message = "body: not valid JSON" if "parsing the body" in str(exc.detail) else str(exc.detail)
+        reasons = {400: "BadRequest", 404: "NotFound", 405: "MethodNotAllowed"}
+        status = BadRequest(message).to_status() | {"code": exc.status_code, "reason": reasons.get(exc.status_code, "Failure")}
+        return JSONResponse(status, status_code=exc.status_code, headers=getattr(exc, "headers", None))
+
     @app.exception_handler(RequestValidationError)
     async def _bad_request(request: Request, exc: RequestValidationError) -> JSONResponse:
         problems = "; ".join(f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors())
@@ -87,6 +96,7 @@ def create_app(service: ApiService, loop: Any = None, metrics: Callable[[], str]
     for resource in RESOURCES:
         _add_resource_routes(app, service, resource)
     _add_lahar_routes(app, service, loop, metrics)
+    openapi.install(app)
     return app
 
 
@@ -128,7 +138,7 @@ def _add_resource_routes(app: FastAPI, service: ApiService, resource: Resource) 
     ):
         if watch:
             stream = _watch_stream(service, resource, resourceVersion, namespace, timeoutSeconds)
-            return StreamingResponse(stream, media_type="application/json")
+            return StreamingResponse(stream, media_type="application/x-ndjson")
         labels = _labels(labelSelector)
         items, version = service.list(resource.kind, namespace, labels, who=_who(request))
         return _list_document(resource, items, version)
