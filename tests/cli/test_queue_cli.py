@@ -235,7 +235,7 @@ def test_every_field_error_on_its_own_line_exit_1(cli):
         (("queue", "create", "-n", "default"), 'error: Queue "default" already exists'),
         (("queue", "create", "-n", "qc-orphan", "--parent", "qc-none"), 'spec.parent: Not found: "qc-none"'),
         (("queue", "delete", "-n", "default"), "error: Queue \"default\" is invalid"),
-        (("queue", "operate", "-n", "root", "-a", "suspend"), "error: the root queue can never be closed or suspended"),
+        (("queue", "operate", "-n", "root", "-a", "suspend"), 'error: Queue "root" is invalid: action: Forbidden: the root queue can never be closed or suspended'),
         (("queue", "operate", "-n", "qc-none", "-a", "close"), 'error: Queue "qc-none" not found'),
     ],
 )

@@ -108,9 +108,21 @@ def test_job_to_closed_queue_is_rejected_with_queue_and_state(server):
 
 def test_root_cannot_be_closed(server):
     response = server.client.post(f"{Q}/root/close")
-    assert response.status_code == 200
-    assert response.json()["events"][0]["message"] == "the root queue can never be closed or suspended"
+    assert response.status_code == 422
+    assert response.json()["details"]["causes"][0]["field"] == "action"
+    assert "the root queue can never be closed or suspended" in response.json()["message"]
     assert server.client.get(f"{Q}/root").json()["status"]["state"] == "Open"
+
+
+def test_opening_a_queue_under_a_closed_parent_is_refused(server):
+    c = server.client
+    c.post(Q, json=queue("p"))
+    c.post(Q, json=queue("child", parent="p"))
+    assert c.post(f"{Q}/p/close").status_code == 200
+    response = c.post(f"{Q}/child/open")
+    assert response.status_code == 422
+    assert "its parent queue p is Closed; open the parent first" in response.json()["message"]
+    assert c.get(f"{Q}/child").json()["status"]["state"] == "Closed"
 
 
 def test_job_runs_through_the_loop_and_why_explains_waiting(server):
@@ -167,3 +179,27 @@ def test_hostile_bodies_are_refused_cleanly(server):
     too_many = c.post(Q, json=many)
     assert too_many.status_code == 422 and "metadata.labels: Too long" in too_many.json()["message"]
     assert c.get("/healthz").status_code == 200
+
+
+def test_deleting_a_job_deletes_its_podgroup_and_pods(server):
+    c = server.client
+    c.post(NODES, json=node("n1", cpu="4"))
+    assert c.post(JOBS, json=job("gone", replicas=2)).status_code == 201
+    assert c.post(JOBS, json=job("kept")).status_code == 201
+    server.loop.tick()
+    assert len(c.get("/api/v1/namespaces/default/pods", params={"labelSelector": "volcano.sh/job-name=gone"}).json()["items"]) == 2
+    assert c.delete(f"{JOBS}/gone").status_code == 200
+    server.loop.tick()
+    names = {p["metadata"]["name"] for p in c.get("/api/v1/namespaces/default/pods").json()["items"]}
+    assert names == {"kept-main-0"}
+    assert c.get("/apis/scheduling.volcano.sh/v1beta1/namespaces/default/podgroups/gone").status_code == 404
+    assert c.get("/apis/scheduling.volcano.sh/v1beta1/namespaces/default/podgroups/kept").status_code == 200
+
+
+def test_a_node_capacity_change_through_put_is_kept(server):
+    c = server.client
+    c.post(NODES, json=node("n1", cpu="2"))
+    stored = c.get(f"{NODES}/n1").json()
+    stored["status"]["allocatable"]["cpu"] = "16"
+    assert c.put(f"{NODES}/n1", json=stored).status_code == 200
+    assert c.get(f"{NODES}/n1").json()["status"]["allocatable"]["cpu"] == "16"

@@ -18,11 +18,11 @@ from typing import Any, Iterable
 from lahar.admission import admit_create, admit_delete, admit_update
 from lahar.admission.view import LiveView
 from lahar.controller.queue import Changes, QueueEvent, apply_action, descendants
-from lahar.errors import BadRequest, Forbidden, Invalid, NotFound
+from lahar.errors import BadRequest, FieldError, Forbidden, Invalid, NotFound
 from lahar.model.base import ApiObject
+from lahar.model.job import JOB_NAME
 from lahar.model.manifest import KINDS, parse_object
 from lahar.model.queue import DEFAULT, ROOT, Queue
-from lahar.model.workload import PodGroup
 from lahar.security import Principal
 from lahar.server.access import Access
 
@@ -136,9 +136,22 @@ class ApiService:
                 queues = {q.name: q for q in view.queues()}
                 for child in descendants(queues, obj.name):
                     self.store.delete("Queue", child.name)
-            deleted = self.store.delete(kind, key)
-            self.audit(who, "delete", deleted)
+            with _batch(self.store):
+                if kind == "Job":
+                    self._delete_job_children(obj)
+                deleted = self.store.delete(kind, key)
+                self.audit(who, "delete", deleted)
             return deleted
+
+    def _delete_job_children(self, job: ApiObject) -> None:
+        """A vcjob owns its PodGroup and Pods (label ``volcano.sh/job-name``): they go with it."""
+        for kind in ("Pod", "PodGroup"):
+            for item in self.store.list(kind, job.metadata.namespace, {JOB_NAME: job.name})[0]:
+                meta = item["metadata"]
+                try:
+                    self.store.delete(kind, f"{meta.get('namespace') or 'default'}/{meta['name']}")
+                except NotFound:
+                    pass
 
     # ----------------------------------------------------------------- queue actions
 
@@ -149,6 +162,9 @@ class ApiService:
             self.view()
             self.access.change(who, stored, action)
             events = self._queue_action(name, action, reason)
+            refused = [e for e in events if e.queue == name and e.type == "Warning"]
+            if refused:
+                raise Invalid("Queue", name, [FieldError.forbidden("action", refused[0].message)])
             self.audit(who, action, stored)
             return events
 
@@ -224,11 +240,19 @@ class ApiService:
                 self.store.create(builtin_queue(name).dump())
 
 
+def _batch(store: Any):
+    """One transaction where the store offers it (several deletes land together or not at all)."""
+    from contextlib import nullcontext
+
+    return store.batch() if hasattr(store, "batch") else nullcontext()
+
+
 def _keep_status(new: ApiObject, old: ApiObject) -> None:
+    """Status is the controllers' to write, except a Node's: its capacity is what the admin registers."""
+    if old.kind == "Node":
+        return
     if hasattr(old, "status") and hasattr(new, "status"):
         new.status = old.status.model_copy(deep=True)  # type: ignore[attr-defined]
-    if isinstance(new, PodGroup) and new.spec.queue != old.spec.queue:  # type: ignore[attr-defined]
-        pass
 
 
 def _action_for(desired: str) -> str:
@@ -236,6 +260,4 @@ def _action_for(desired: str) -> str:
 
 
 def _namespace_mismatch(obj: ApiObject, namespace: str):
-    from lahar.errors import FieldError
-
     return FieldError.invalid("metadata.namespace", obj.metadata.namespace, f"does not match the request's namespace {namespace}")
