@@ -14,6 +14,7 @@ from lahar import __version__
 from lahar.cli import job as job_cli
 from lahar.cli import queue as queue_cli
 from lahar.cli import resources
+from lahar.cli import token as token_cli
 from lahar.cli.server_cmd import server
 from lahar.cli.simulate import simulate
 from lahar.errors import LaharError
@@ -41,6 +42,7 @@ app.command(
 
 app.add_typer(queue_cli.app, name="queue")
 app.add_typer(job_cli.app, name="job")
+app.add_typer(token_cli.app, name="token")
 app.command("apply", epilog=resources.APPLY_EPILOG)(resources.apply)
 app.command("get", epilog=resources.GET_EPILOG)(resources.get)
 app.command("delete", epilog="Examples:\n\nlahar delete queue test\n\nlahar delete job job1 --namespace team-a")(resources.delete)
