@@ -1,8 +1,10 @@
 """One contract, every backend: CRUD, compare-and-swap, resource versions, watch, batches,
 concurrency; then what only a file can do: reopen, a second process, damaged and foreign files.
 
-The ``store`` fixture runs each contract test on ``MemoryStore`` and on ``SqliteStore`` in
-``tmp_path``; a test that passes on both is what the rest of Lahar may rely on.
+The ``store`` fixture runs each contract test on ``MemoryStore``, on ``SqliteStore`` in
+``tmp_path`` and on ``PostgresStore`` in an emptied database of a throwaway PostgreSQL server
+(skipped where PostgreSQL is not installed, see ``tests/pg.py``); a test that passes on all of
+them is what the rest of Lahar may rely on.
 """
 
 from __future__ import annotations
@@ -20,13 +22,15 @@ import uuid
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from lahar.errors import AlreadyExists, BadRequest, Conflict, NotFound
+from pg import reset_database
 from lahar.store import (
     SCHEMA_VERSION,
     MemoryStore,
+    PostgresStore,
     SqliteStore,
     SqlStore,
     StoreError,
@@ -37,19 +41,27 @@ from lahar.store import (
 )
 
 NOW = 1_800_000_000.0  # 2027-01-15T08:00:00Z
-BACKENDS = ["memory", "sqlite"]
+BACKENDS = ["memory", "sqlite", "postgresql"]
 
 
-def make(backend: str, where: Path, **options) -> MemoryStore | SqliteStore:
+def make(backend: str, where: Path | str, **options) -> MemoryStore | SqliteStore | PostgresStore:
+    """A new, empty store; ``where`` is a directory (SQLite) or a database URL (PostgreSQL)."""
     options.setdefault("clock", lambda: NOW)
     if backend == "memory":
         return MemoryStore(**options)
-    return SqliteStore(where / "lahar.db", **options)
+    if backend == "postgresql":
+        return PostgresStore(reset_database(str(where)), **options)
+    return SqliteStore(Path(where) / "lahar.db", **options)
+
+
+def place(request, backend: str, tmp_path: Path) -> Path | str:
+    """Where ``make`` puts the backend's database: the module's PostgreSQL database, or tmp_path."""
+    return request.getfixturevalue("pg_database") if backend == "postgresql" else tmp_path
 
 
 @pytest.fixture(params=BACKENDS)
 def store(request, tmp_path):
-    s = make(request.param, tmp_path)
+    s = make(request.param, place(request, request.param, tmp_path))
     yield s
     s.close()
 
@@ -298,8 +310,8 @@ def test_watch_of_other_kinds_keeps_waiting(store):
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
-def test_watch_from_before_the_retained_history_is_gone(backend, tmp_path):
-    store = make(backend, tmp_path, retention=20)
+def test_watch_from_before_the_retained_history_is_gone(backend, tmp_path, request):
+    store = make(backend, place(request, backend, tmp_path), retention=20)
     for i in range(60):
         store.create(pod(f"p{i:02}"))
     with pytest.raises(StoreGone) as gone:
@@ -416,11 +428,15 @@ def _apply(store, op) -> object:
     return (out["metadata"]["resourceVersion"], out["spec"])
 
 
-@settings(max_examples=30, deadline=None)
+@pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
+@settings(
+    max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(ops=_OPS)
-def test_memory_and_sqlite_agree(ops):
+def test_memory_and_sql_agree(backend, request, ops):
     with tempfile.TemporaryDirectory() as where:
-        memory, sql = make("memory", Path(where)), make("sqlite", Path(where))
+        memory = make("memory", Path(where))
+        sql = make(backend, place(request, backend, Path(where)))
         try:
             for op in ops:
                 assert _apply(memory, op) == _apply(sql, op), op
@@ -621,10 +637,26 @@ def test_open_store_picks_the_backend(tmp_path, monkeypatch):
         assert isinstance(opened, SqliteStore) and isinstance(opened, SqlStore)
         opened.close()
     assert (tmp_path / "x.db").exists() and (tmp_path / "y.db").exists()
-    with pytest.raises(StoreError, match="PostgreSQL support is not available yet"):
-        open_store("postgresql://lahar@db/lahar")
+    closed = _closed_port()
+    for scheme in ("postgresql", "postgres"):
+        with pytest.raises(StoreError, match="cannot open the database") as refused:
+            open_store(f"{scheme}://lahar:s3cret@127.0.0.1:{closed}/lahar")
+        assert refused.value.message.startswith(f"{scheme}://lahar@127.0.0.1:{closed}/lahar: ")
+        assert "s3cret" not in refused.value.message
+    with pytest.raises(StoreError, match="names no database"):
+        open_store("postgresql://lahar@127.0.0.1")
+    with pytest.raises(StoreError, match="unsupported PostgreSQL URL scheme.*psycopg 3"):
+        open_store("postgresql+psycopg2://lahar@127.0.0.1/lahar")
     with pytest.raises(StoreError, match="unsupported database URL"):
         open_store("redis://nope")
+
+
+def _closed_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]  # free, and nobody listens on it once closed
 
 
 def test_default_database_follows_lahar_home(tmp_path, monkeypatch):

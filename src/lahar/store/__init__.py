@@ -5,7 +5,8 @@ a backend once with ``open_store(url)``:
 
 - ``memory://``: ``MemoryStore``, nothing on disk (tests, demos);
 - a file path or ``sqlite:///path``: ``SqliteStore``, the embedded default (a ``SqlStore``);
-- ``postgresql://...``: not available yet.
+- ``postgresql://user:password@host:port/database``: ``PostgresStore`` (psycopg 3), one database
+  shared by several servers (also ``postgres://``).
 
 The default database is ``~/.lahar/lahar.db``, or ``$LAHAR_HOME/lahar.db`` when set.
 """
@@ -17,6 +18,7 @@ from pathlib import Path
 
 from lahar.store.base import DEFAULT_RETENTION, Store, StoreError, StoreGone, WatchEvent, object_key
 from lahar.store.memory import MemoryStore
+from lahar.store.postgres import PostgresStore, is_postgres_url
 from lahar.store.sql import SCHEMA_VERSION, SqlStore
 from lahar.store.sqlite import SqliteStore
 
@@ -24,6 +26,7 @@ __all__ = [
     "DEFAULT_RETENTION",
     "SCHEMA_VERSION",
     "MemoryStore",
+    "PostgresStore",
     "SqlStore",
     "SqliteStore",
     "Store",
@@ -35,8 +38,6 @@ __all__ = [
     "object_key",
     "open_store",
 ]
-
-_POSTGRES = ("postgresql://", "postgres://", "postgresql+")
 
 
 def lahar_home() -> Path:
@@ -57,14 +58,13 @@ def open_store(url: str | Path | None = None) -> Store:
     url = str(url or default_db_path())
     if url.startswith("memory://"):
         return MemoryStore()
-    if url.startswith(_POSTGRES):
-        raise StoreError(
-            "PostgreSQL support is not available yet; use a SQLite file path or memory://"
-        )
+    if is_postgres_url(url) or url.lower().startswith("postgresql+"):
+        return PostgresStore(url)
     if url.startswith("sqlite:///"):
         return SqliteStore(url[len("sqlite:///") :])
     if "://" in url:
         raise StoreError(
-            f'unsupported database URL "{url}": use a file path, sqlite:///path or memory://'
+            f'unsupported database URL "{url.split("://", 1)[0]}://...": use a file path, '
+            "sqlite:///path, postgresql://user@host/database or memory://"
         )
     return SqliteStore(url)

@@ -1,9 +1,10 @@
-"""``SqlStore``: the store on SQLAlchemy Core, one backend for SQLite now and PostgreSQL later.
+"""``SqlStore``: the store on SQLAlchemy Core, one implementation for SQLite and PostgreSQL.
 
 Why Core and not an ORM: the store is kind-agnostic (JSON bodies under a key), so there are
 no classes to map; Core gives dialect-neutral SQL and leaves transactions in our hands.
 Dialect specifics (how to open the file, ``BEGIN IMMEDIATE``, integrity checks) live with the
-engine factory, e.g. ``lahar.store.sqlite``; everything here is portable.
+engine factory and a subclass (``lahar.store.sqlite``, ``lahar.store.postgres``), which fill in
+the hooks ``_begin_open``, ``_check_file`` and ``_begin_write``; everything here is portable.
 
 Tables (schema version ``SCHEMA_VERSION``, kept in ``meta``):
 
@@ -16,14 +17,16 @@ Tables (schema version ``SCHEMA_VERSION``, kept in ``meta``):
 Each write is one transaction: check the stored object, bump the counter in ``meta``, write
 the object row, append the event, commit. Writers are serialised from the start of their
 transaction: in this process by a lock, across processes by the database (``BEGIN IMMEDIATE``
-on SQLite; a PostgreSQL engine must lock the ``meta`` row when a write transaction begins, see
-``WRITE_OPTION``). ``batch()`` makes many writes one transaction;
+on SQLite; on PostgreSQL the ``meta`` row is locked when a write transaction begins, see
+``_begin_write``). ``batch()`` makes many writes one transaction;
 each write inside it is a savepoint, so a write that fails leaves the batch usable. Reads run in
 a transaction of their own, so ``list`` returns items and version from the same snapshot.
 
 Watch wakes in two ways: writers in this process notify a condition variable after they commit,
-and watchers also poll the events table every ``POLL_INTERVAL`` seconds, which is how they see
-writes made by other processes on the same database.
+and watchers also poll the events table every ``poll_interval`` seconds (``POLL_INTERVAL`` on
+SQLite), which is how they see writes made by other processes on the same database. PostgreSQL
+adds a third: a listener woken by ``NOTIFY`` signals the same condition variable. Whatever wakes
+a watcher, it reads the events table after its version: a wake-up carries no data.
 """
 
 from __future__ import annotations
@@ -152,6 +155,10 @@ class SqlStore:
     ``StoreError``) a database that is not Lahar's or was written by a newer Lahar.
     """
 
+    # Execution options of a connection whose transaction will write (dialects may add some).
+    WRITE_OPTIONS: dict = {WRITE_OPTION: True}
+    poll_interval = POLL_INTERVAL
+
     def __init__(
         self,
         engine: Engine,
@@ -181,6 +188,7 @@ class SqlStore:
 
     def _open(self) -> None:
         with self._errors("open the database"), self._connect(write=True) as conn, conn.begin():
+            self._begin_open(conn)
             self._check_file(conn)
             found = self._schema_version(conn)
             if found is None:
@@ -199,8 +207,15 @@ class SqlStore:
             elif found < SCHEMA_VERSION:
                 _migrate(conn, found, self.where)
 
+    def _begin_open(self, conn: Connection) -> None:
+        """Dialect hook: serialise openers (several servers starting on one empty database)."""
+
     def _check_file(self, conn: Connection) -> None:
         """Dialect hook: refuse a damaged database before touching it. Nothing to do in general."""
+
+    def _begin_write(self, conn: Connection) -> None:
+        """Dialect hook, first statement of every write transaction: take the database's write
+        lock if ``BEGIN`` did not (SQLite's ``BEGIN IMMEDIATE`` does; nothing to do then)."""
 
     def _schema_version(self, conn: Connection) -> int | None:
         """The database's schema version, None if it is empty. Refuses anybody else's database."""
@@ -231,7 +246,7 @@ class SqlStore:
             raise StoreError(f"{self.where}: the store is closed")
         conn = self.engine.connect()
         if write:
-            conn.execution_options(**{WRITE_OPTION: True})
+            conn.execution_options(**self.WRITE_OPTIONS)
         return conn
 
     @contextmanager
@@ -270,6 +285,7 @@ class SqlStore:
             )
         try:
             with self._errors("write"), self._connect(write=True) as conn, conn.begin():
+                self._begin_write(conn)
                 self._local.conn = conn
                 try:
                     yield conn
@@ -337,7 +353,7 @@ class SqlStore:
                 return found
             with self._changed:
                 if self._generation == seen:
-                    self._changed.wait(min(remaining, POLL_INTERVAL))
+                    self._changed.wait(min(remaining, self.poll_interval))
 
     def _changes_after(self, since: int, kinds: set[str] | None) -> list[WatchEvent]:
         query = _EVENTS_AFTER if kinds is None else _EVENTS_OF_KINDS_AFTER
@@ -424,6 +440,11 @@ class SqlStore:
 
 def _cause(exc: BaseException, busy_timeout: float) -> str:
     detail = str(getattr(exc, "orig", None) or exc).strip()
+    if "lock timeout" in detail:
+        return (
+            f"another writer held the database for over {busy_timeout:g} s ({detail}); "
+            "is a client holding a transaction open?"
+        )
     if "locked" in detail or "busy" in detail:
         return (
             f"the database is locked by another process (waited {busy_timeout:g} s): "
