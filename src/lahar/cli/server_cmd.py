@@ -46,7 +46,10 @@ def server(
         typer.echo(f"created the admin token; it is in {built.admin_token_path} (mode 0600), where the lahar CLI finds it", err=True)
     if demo:
         _load_demo(built.service)
-    typer.echo(f"lahar server listening on http://{host}:{port} (database: {db or default_db_path()}); dashboard: http://{host}:{port}/ui/", err=True)
+    from lahar.store.postgres import is_postgres_url, public_url
+
+    shown = public_url(db) if db and is_postgres_url(db) else (db or default_db_path())
+    typer.echo(f"lahar server listening on http://{host}:{port} (database: {shown}); dashboard: http://{host}:{port}/ui/", err=True)
     serve(built, host, port)
 
 

@@ -1,7 +1,8 @@
 """Starting a server: open the store, build the service, the control loop and the HTTP app.
 
 ``build_server`` wires the parts without starting anything (tests use it); ``serve`` runs
-uvicorn until interrupted and stops the loop cleanly.
+uvicorn until interrupted and stops the loop cleanly. On a store several servers may share
+(PostgreSQL) the control loop runs only while this server is the leader (``server.leader``).
 """
 
 from __future__ import annotations
@@ -13,7 +14,9 @@ from typing import Any
 
 from lahar.scheduler.framework.config import SchedulerConf
 from lahar.server.app import create_app
+from lahar.errors import AlreadyExists
 from lahar.server.auth import TokenStore, bootstrap_admin_token
+from lahar.server.leader import LeaderLoop, install_routes, leadership_for
 from lahar.server.loop import ControlLoop
 from lahar.server.metrics import QueueMetrics
 from lahar.server.service import ApiService
@@ -26,7 +29,7 @@ __all__ = ["Server", "build_server", "serve"]
 class Server:
     store: Any
     service: ApiService
-    loop: ControlLoop
+    loop: ControlLoop  # a LeaderLoop (same face) on a shared store
     metrics: QueueMetrics
     app: Any
     tokens: Any = None
@@ -36,12 +39,21 @@ class Server:
 def build_server(store: Any, conf: SchedulerConf, period: float = 1.0, auth: bool = True, home: Path | None = None) -> Server:
     """Wire the parts. With ``auth`` a store without tokens gets an admin token, written to
     ``home/token`` (default ``$LAHAR_HOME``, ``~/.lahar``); ``admin_token_path`` says where."""
-    service = ApiService(store)
+    try:
+        service = ApiService(store)
+    except AlreadyExists:  # another server created the built-in queues at the same moment
+        service = ApiService(store)
     metrics = QueueMetrics()
-    loop = ControlLoop(service, conf, period, on_cycle=metrics.observe_cycle)
+
+    def make_loop() -> ControlLoop:
+        return ControlLoop(service, conf, period, on_cycle=metrics.observe_cycle)
+
+    leadership = leadership_for(store)
+    loop: Any = make_loop() if leadership is None else LeaderLoop(make_loop, leadership)
     tokens = TokenStore(store) if auth else None
     written = bootstrap_admin_token(tokens, home or lahar_home()) if tokens is not None else None
     app = create_app(service, loop, metrics.text, tokens)
+    install_routes(app, loop)
     return Server(store, service, loop, metrics, app, tokens, written)
 
 
