@@ -14,6 +14,7 @@ from lahar import __version__
 from lahar.cli import job as job_cli
 from lahar.cli import queue as queue_cli
 from lahar.cli import resources
+from lahar.cli import usage as usage_cli
 from lahar.cli import token as token_cli
 from lahar.cli.server_cmd import server
 from lahar.cli.simulate import simulate
@@ -46,6 +47,7 @@ app.add_typer(token_cli.app, name="token")
 app.command("apply", epilog=resources.APPLY_EPILOG)(resources.apply)
 app.command("get", epilog=resources.GET_EPILOG)(resources.get)
 app.command("delete", epilog="Examples:\n\nlahar delete queue test\n\nlahar delete job job1 --namespace team-a")(resources.delete)
+app.command("usage", epilog=usage_cli.EPILOG)(usage_cli.usage)
 
 
 def _version(value: bool) -> None:

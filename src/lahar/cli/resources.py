@@ -247,7 +247,7 @@ def render(client: LaharClient, kind: str, items: list[dict], namespace: Optiona
     return table(headers, rows)
 
 
-GET_EPILOG = "Examples:\n\nlahar get queues\n\nlahar get q test -o yaml\n\nlahar get pods -A -o wide\n\nlahar get events"
+GET_EPILOG = "Examples:\n\nlahar get queues\n\nlahar get q test -o yaml\n\nlahar get pods -A -o wide\n\nlahar get events\n\nlahar get events --for queue/team-a\n\nlahar get events --for job/etl --namespace default"
 
 
 @reports_errors
@@ -257,12 +257,17 @@ def get(
     output: Output = typer.Option(Output.TABLE, "--output", "-o", help=OUTPUT_HELP),
     namespace: str = typer.Option("default", "--namespace", help="Namespace, for namespaced kinds."),
     all_namespaces: bool = typer.Option(False, "--all-namespaces", "-A", help="Every namespace, for namespaced kinds."),
+    for_: Optional[str] = typer.Option(None, "--for", help="Events only: those of queue/NAME (and its jobs) or job/NAME (in --namespace)."),
     server: ServerOption = "http://127.0.0.1:8080",
     token: TokenOption = None,
 ) -> None:
     """List objects of a kind, or show one, as a table or as the server's JSON / YAML."""
     kind = resolve_kind(kind)
+    if for_ is not None and kind != EVENT_KIND:
+        raise typer.BadParameter("--for applies to events only", param_hint="--for")
     client = connect(server, token)
+    if for_ is not None and not name:
+        return _events_for(client, for_, namespace, output)
     ns = None if all_namespaces and not name else namespace
     if name:
         obj = client.get(kind, name, ns)
@@ -273,6 +278,18 @@ def get(
         typer.echo("No resources found")
         return
     emit(document, output, lambda wide: render(client, kind, document["items"], ns, wide))
+
+
+def _events_for(client: LaharClient, for_: str, namespace: str, output: Output) -> None:
+    """``get events --for queue/NAME|job/NAME``: the server selects (``/lahar/v1/events?for=``)."""
+    kind, _, rest = for_.partition("/")
+    if kind.lower() in ("job", "vcjob", "podgroup", "pg") and rest and "/" not in rest:
+        for_ = f"{kind}/{namespace}/{rest}"
+    document = client.request("GET", "/lahar/v1/events", params={"for": for_})
+    if not document.get("items") and output in (Output.TABLE, Output.WIDE):
+        typer.echo("No resources found")
+        return
+    emit(document, output, lambda wide: render(client, EVENT_KIND, document["items"], None, wide))
 
 
 # --------------------------------------------------------------------- delete

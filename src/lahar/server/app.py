@@ -34,7 +34,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from lahar import __version__
 from lahar.errors import BadRequest, LaharError, NotFound
-from lahar.server import openapi
+from lahar.server import events, openapi, usage_routes
 from lahar.server.limits import LimitsMiddleware
 from lahar.server.service import EVENT_KIND, ApiService
 
@@ -96,6 +96,8 @@ def create_app(service: ApiService, loop: Any = None, metrics: Callable[[], str]
     for resource in RESOURCES:
         _add_resource_routes(app, service, resource)
     _add_lahar_routes(app, service, loop, metrics)
+    usage_routes.install(app, service, loop)
+    events.install(app, service)
     openapi.install(app)
     return app
 

@@ -11,7 +11,9 @@ all of a cycle's binds and evictions or none of them.
    carried out and deleted, queue statuses are refreshed (counts, Closing -> Closed);
 3. the runtime: tasks whose ``lahar.dev/duration`` has run out succeed;
 4. one scheduling cycle; its binds, evictions, podgroup phases, pending reasons and queue
-   allocations are written back.
+   allocations are written back;
+5. what a person should see becomes events (``server.events``: per job, not per task, and
+   on change only), and usage is charged to queues and users (``server.usage_history``).
 
 ``StoreWorld`` is the simulator's ``World`` whose writes go to the store first: the simulator
 and the server share one implementation of every controller and of how decisions are applied.
@@ -28,7 +30,7 @@ import threading
 import time
 from typing import Any, Callable
 
-from lahar.controller.queue import QueueEvent
+from lahar.controller.queue import QueueEvent, apply_action
 from lahar.errors import Conflict, LaharError, NotFound
 from lahar.model.base import ApiObject
 from lahar.model.cluster import Command
@@ -36,7 +38,9 @@ from lahar.model.manifest import KINDS
 from lahar.model.workload import PodGroup
 from lahar.scheduler.cycle import CycleResult, run_cycle
 from lahar.scheduler.framework.config import SchedulerConf
+from lahar.server.events import EventLog
 from lahar.server.service import EVENT_KIND, ApiService
+from lahar.server.usage_history import UsageHistory
 from lahar.sim.world import World
 
 __all__ = ["StoreWorld", "ControlLoop", "REASON_ANNOTATION"]
@@ -49,8 +53,9 @@ _WATCHED = ("PriorityClass", "Queue", "Node", "Job", "PodGroup", "Pod", "Command
 class StoreWorld(World):
     """A ``World`` whose tables mirror the store and whose writes go to the store."""
 
-    def __init__(self, service: ApiService) -> None:
+    def __init__(self, service: ApiService, events: EventLog | None = None) -> None:
         self.service = service
+        self.event_log = events or EventLog(service.store, service.clock)
         super().__init__(raw=True)  # the store already holds root and default
         self.raw = False
         self.commands: dict[str, Command] = {}
@@ -102,10 +107,7 @@ class StoreWorld(World):
     def _apply_queue_changes(self, queues, events, now: float) -> None:
         for queue in queues:
             self._store(queue)
-        events = list(events)
-        self.service.record_events(events)
-        for event in events:
-            self.events.append({"time": now, **event.to_json()})
+        self.event_log.queue_events(events, now)  # in the store, not in memory: a server runs for months
 
     def run_commands(self, now: float) -> int:
         """Carry out queued Command objects, oldest first; each is deleted once done (at most once)."""
@@ -116,10 +118,26 @@ class StoreWorld(World):
                 self.service.store.delete("Command", key, command.metadata.resource_version)
             except (NotFound, Conflict):
                 continue
-            if command.is_for_queue:
-                self._command(command, now)
+            self._command_event(command, now)
             done += 1
         return done
+
+    def _command_event(self, command: Command, now: float) -> None:
+        """Carry out one command and say what came of it: processed, or ignored and why."""
+        target = command.target
+        described = f"command {command.key} ({command.action} {target.kind if target else '-'}/{target.name if target else '-'})"
+        if not command.is_for_queue:
+            self.event_log.emit("Command", command.key, "CommandIgnored", f"{described} ignored: only Queue targets are supported", "Warning", now=now)
+            return
+        changes = apply_action(self.queues, target.name, command.action, self.unfinished)
+        self._apply_queue_changes(changes.queues.values(), changes.events, now)
+        own = [e for e in changes.events if e.queue == target.name]
+        ignored = [e for e in own if e.type == "Warning" or e.message.startswith("ignored")]
+        if ignored:
+            message, reason, type_ = f"{described} ignored: {ignored[0].message}", "CommandIgnored", "Warning"
+        else:
+            message, reason, type_ = f"{described} processed" + (f": {own[-1].message}" if own else ": nothing to change"), "CommandProcessed", "Normal"
+        self.event_log.emit("Queue", target.name, reason, message, type_, queue=target.name, now=now)
 
     def reconcile_all(self) -> None:
         for job in list(self.jobs.values()):
@@ -128,12 +146,15 @@ class StoreWorld(World):
             if pod.group_name is None:
                 self.reconcile(pod)
 
-    def write_reasons(self, result: CycleResult) -> None:
-        """Each waiting job's reason, as an annotation on its podgroup (cleared once it runs)."""
+    def write_reasons(self, result: CycleResult, now: float | None = None) -> None:
+        """Each waiting job's reason, as an annotation on its podgroup (cleared once it runs);
+        an event when the kind of reason changes."""
         for uid, outcome in result.jobs.items():
             group = self.podgroups.get(uid)
             if group is None:
                 continue
+            if now is not None:
+                self.event_log.reason(uid, outcome.queue, pending_reason(group), outcome.reason, now)
             text = json.dumps(outcome.reason, sort_keys=True) if outcome.reason else None
             if group.metadata.annotations.get(REASON_ANNOTATION) == text:
                 continue
@@ -177,6 +198,8 @@ class ControlLoop:
         self.service, self.conf, self.period, self.clock = service, conf, period, clock
         self.on_cycle = on_cycle
         self.world = StoreWorld(service)
+        self.usage = UsageHistory(service.store)
+        self.usage.start(self.world)
         self.last: CycleResult | None = None
         self.cycles = 0
         self.errors = 0
@@ -198,9 +221,13 @@ class ControlLoop:
             result = run_cycle(world.cache, self.conf, now, uid=f"cycle-{self.cycles}")
             seconds = time.perf_counter() - started
             world.apply(result, now)
-            world.write_reasons(result)
+            world.event_log.decisions(result.decisions, lambda job: getattr(result.jobs.get(job), "queue", None), now)
+            world.write_reasons(result, now)
             world.write_allocations(result)
             world.refresh_queues(now)
+            self.usage.observe(world, now)
+            self.usage.maybe_flush(now)
+            world.event_log.prune(now)
             self.last = result
             if self.on_cycle is not None:
                 self.on_cycle(result, seconds, world.queues)
@@ -211,9 +238,15 @@ class ControlLoop:
         self._thread.start()
 
     def stop(self, timeout: float = 5.0) -> None:
+        """Stop the thread and write the usage not yet flushed (idempotent)."""
         self._stop.set()
         if self._thread is not None:
             self._thread.join(timeout)
+        try:
+            with self.service.lock, self.service.store.batch():
+                self.usage.flush()
+        except Exception:  # noqa: BLE001 - a closed store at shutdown loses at most one flush period
+            log.warning("usage not flushed at stop", exc_info=True)
 
     def _run(self) -> None:
         while not self._stop.is_set():

@@ -1,0 +1,167 @@
+"""Usage history for the server: the ``UsageLedger`` fed by the control loop, kept in the store.
+
+Why a module of its own: ``lahar.accounting.UsageLedger`` is pure (the caller passes the time
+and what ran); this is the shell that reads the server's world after each tick and persists
+the ledger's hourly buckets as ``UsageRecord`` objects, so ``lahar usage`` answers the same
+after a restart.
+
+- ``observe(world, now)`` charges every Running pod to its queue and its owner for the time
+  since the last tick, and records each job that completed (wait = first start - creation,
+  run = completion - first start) exactly once: jobs already Completed when the server starts
+  were counted by an earlier run.
+- Buckets are written when they changed, at most every ``flush_every`` seconds (and by
+  ``flush``), not every tick: the watch history stays for the objects users watch. A crash
+  loses at most that much usage, never counts it twice.
+- Retention: buckets older than the ledger's ``retention`` are dropped from memory and their
+  records deleted from the store.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+from lahar.accounting import BUCKET_SECONDS, DEFAULT_RETENTION, UsageLedger
+from lahar.errors import NotFound
+from lahar.resources import Resource
+from lahar.scheduler.cache import parse_time
+from lahar.security import OWNER
+
+__all__ = ["UsageHistory", "RECORD_KIND"]
+
+RECORD_KIND = "UsageRecord"
+NO_USER = "-"
+
+
+def record_name(queue: str, user: str, start: float) -> str:
+    digest = hashlib.sha1(f"{queue}\0{user}".encode()).hexdigest()[:16]
+    return f"usage-{int(start)}-{digest}"
+
+
+class UsageHistory:
+    def __init__(self, store: Any, retention: float = DEFAULT_RETENTION, flush_every: float = 60.0, series_points: int = 2000) -> None:
+        self.store, self.flush_every = store, flush_every
+        self.ledger = UsageLedger(retention, series_points)
+        self._written: dict[tuple[str, str, float], str] = {}  # bucket key -> its last written JSON
+        self._counted: set[str] = set()  # completed podgroups already charged
+        self._requests: dict[tuple[str, str | None], Resource] = {}  # (pod key, resourceVersion) -> request
+        self._next_flush: float | None = None
+        self._load()
+
+    def _load(self) -> None:
+        rows = [item["bucket"] for item in self.store.list(RECORD_KIND)[0] if isinstance(item.get("bucket"), dict)]
+        self.ledger.restore(rows)
+        for key, bucket in self.ledger.buckets.items():
+            self._written[key] = repr(bucket.to_json())
+
+    # ----------------------------------------------------------------- feeding
+
+    def start(self, world: Any) -> None:
+        """Jobs already completed when the server starts were counted before: skip them."""
+        self._counted = {key for key, group in world.podgroups.items() if group.status.phase == "Completed"}
+
+    def observe(self, world: Any, now: float) -> None:
+        running = []
+        live = {}
+        for key, pod in world.pods.items():
+            if pod.phase != "Running":
+                continue
+            group = world.podgroups.get(f"{pod.metadata.namespace}/{pod.group_name}") if pod.group_name else None
+            queue = group.spec.queue if group is not None else pod.queue
+            user = _owner(pod, group, world)
+            cache_key = (key, pod.metadata.resource_version)
+            request = self._requests.get(cache_key) or _request(pod)
+            live[cache_key] = request
+            running.append((queue or "default", user, request))
+        self._requests = live
+        self.ledger.observe(now, running)
+        self._finished(world, now)
+
+    def _finished(self, world: Any, now: float) -> None:
+        done = [key for key, group in world.podgroups.items() if group.status.phase == "Completed" and key not in self._counted]
+        if not done:
+            self._counted &= set(world.podgroups)
+            return
+        starts: dict[str, float] = {}
+        for pod in world.pods.values():
+            if pod.group_name and pod.status.start_time:
+                group_key = f"{pod.metadata.namespace}/{pod.group_name}"
+                started = parse_time(pod.status.start_time)
+                starts[group_key] = min(starts.get(group_key, started), started)
+        for key in sorted(done):
+            group = world.podgroups[key]
+            created = parse_time(group.metadata.creation_timestamp) if group.metadata.creation_timestamp else now
+            started = starts.get(key, now)
+            user = _owner(None, group, world)
+            self.ledger.job_finished(now, group.spec.queue or "default", user, max(0.0, started - created), max(0.0, now - started))
+            self._counted.add(key)
+
+    # ----------------------------------------------------------------- persisting
+
+    def maybe_flush(self, now: float) -> int:
+        if self._next_flush is None:
+            self._next_flush = now + self.flush_every
+            return 0
+        if now < self._next_flush:
+            return 0
+        self._next_flush = now + self.flush_every
+        return self.flush()
+
+    def flush(self) -> int:
+        """Write changed buckets, delete expired ones; returns how many records were written."""
+        written = 0
+        for key, bucket in sorted(self.ledger.buckets.items()):
+            body = bucket.to_json()
+            text = repr(body)
+            if self._written.get(key) == text:
+                continue
+            self._put(record_name(*key), body)
+            self._written[key] = text
+            written += 1
+        for key in [k for k in self._written if k not in self.ledger.buckets]:
+            del self._written[key]
+            try:
+                self.store.delete(RECORD_KIND, record_name(*key))
+            except NotFound:
+                pass
+        return written
+
+    def _put(self, name: str, bucket: dict) -> None:
+        document = {"apiVersion": "lahar.dev/v1alpha1", "kind": RECORD_KIND, "metadata": {"name": name}, "bucket": bucket}
+        try:
+            stored = self.store.get(RECORD_KIND, name)
+        except NotFound:
+            self.store.create(document)
+            return
+        document["metadata"]["resourceVersion"] = stored["metadata"]["resourceVersion"]
+        self.store.update(document)
+
+    # ----------------------------------------------------------------- reading
+
+    def hourly(self, since: float = 0.0, queue: str | None = None, user: str | None = None) -> dict[str, dict[str, list]]:
+        """Per resource, per queue, [[hour start, mean amount in use], ...] from the buckets."""
+        totals: dict[tuple[str, str, float], float] = {}
+        for (q, u, start), bucket in self.ledger.buckets.items():
+            if start + BUCKET_SECONDS <= since or (queue and q != queue) or (user and u != user):
+                continue
+            for name, value in bucket.usage.items():
+                totals[(name, q, start)] = totals.get((name, q, start), 0.0) + value / BUCKET_SECONDS
+        out: dict[str, dict[str, list]] = {}
+        for (name, q, start), value in sorted(totals.items()):
+            out.setdefault(name, {}).setdefault(q, []).append([start, round(value, 6)])
+        return out
+
+
+def _owner(pod: Any, group: Any, world: Any) -> str:
+    for obj in (pod, group):
+        if obj is not None and obj.metadata.annotations.get(OWNER):
+            return obj.metadata.annotations[OWNER]
+    if group is not None:
+        job = world.jobs.get(group.key)
+        if job is not None and job.metadata.annotations.get(OWNER):
+            return job.metadata.annotations[OWNER]
+    return NO_USER
+
+
+def _request(pod: Any) -> Resource:
+    return Resource.from_json({name: float(value) for name, value in pod.requests().items() if name != "pods"})

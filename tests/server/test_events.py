@@ -1,0 +1,141 @@
+"""Events a person should see: bound, evicted for which queue, pending reason changed, queue
+state changed, command processed or ignored. One per job per decision, on change only, bounded."""
+
+from __future__ import annotations
+
+from lahar.server.events import EventLog, parse_for
+from lahar.store import open_store
+
+Q = "/apis/scheduling.volcano.sh/v1beta1/queues"
+JOBS = "/apis/batch.volcano.sh/v1alpha1/namespaces/default/jobs"
+COMMANDS = "/apis/bus.volcano.sh/v1alpha1/namespaces/default/commands"
+NODES = "/api/v1/nodes"
+EVENTS = "/lahar/v1/events"
+
+
+def queue(name: str, **spec) -> dict:
+    return {"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue", "metadata": {"name": name}, "spec": spec}
+
+
+def job(name: str, queue_name: str = "default", cpu: str = "1", replicas: int = 1) -> dict:
+    return {
+        "apiVersion": "batch.volcano.sh/v1alpha1",
+        "kind": "Job",
+        "metadata": {"name": name},
+        "spec": {
+            "queue": queue_name,
+            "minAvailable": 1,
+            "tasks": [{"name": "main", "replicas": replicas, "template": {"spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": cpu}}}]}}}],
+        },
+    }
+
+
+def node(name: str, cpu: str = "4") -> dict:
+    return {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name}, "status": {"allocatable": {"cpu": cpu, "memory": "16Gi"}}}
+
+
+def command(name: str, action: str, kind: str, target: str) -> dict:
+    return {"apiVersion": "bus.volcano.sh/v1alpha1", "kind": "Command", "metadata": {"name": name}, "action": action, "target": {"kind": kind, "name": target}}
+
+
+def ticks(server, n: int = 1, step: float = 1.0) -> None:
+    for _ in range(n):
+        server.clock.advance(step)
+        server.loop.tick()
+
+
+def events(server, for_: str | None = None) -> list[dict]:
+    answer = server.client.get(EVENTS, params={"for": for_} if for_ else None)
+    assert answer.status_code == 200, answer.text
+    return answer.json()["items"]
+
+
+def reasons(items: list[dict]) -> list[str]:
+    return [e["reason"] for e in items if e["type"] != "Audit"]
+
+
+def test_a_job_that_starts_is_one_bound_event_however_many_tasks(server):
+    c = server.client
+    c.post(NODES, json=node("n1", "8"))
+    c.post(Q, json=queue("team-a"))
+    c.post(JOBS, json=job("wide", "team-a", replicas=6))
+    ticks(server, 5)
+    bound = [e for e in events(server, "job/wide") if e["reason"] == "Bound"]
+    assert len(bound) == 1
+    assert bound[0]["message"] == "6 tasks of default/wide bound to n1"
+    assert bound[0]["metadata"]["labels"] == {"lahar.dev/queue": "team-a", "lahar.dev/namespace": "default", "lahar.dev/job": "wide"}
+    assert "Bound" in reasons(events(server, "queue/team-a"))
+    assert "Bound" not in reasons(events(server, "queue/default"))
+    selected = c.get("/apis/lahar.dev/v1alpha1/events", params={"labelSelector": "lahar.dev/job=wide"}).json()["items"]
+    assert [e["reason"] for e in selected] == ["Bound"]
+
+
+def test_a_waiting_job_reports_its_reason_once_not_every_tick(server):
+    c = server.client
+    c.post(NODES, json=node("n1", "2"))
+    c.post(JOBS, json=job("big", cpu="4"))
+    ticks(server, 10)
+    waiting = [e for e in events(server, "job/default/big") if e["reason"] == "PendingReason"]
+    assert len(waiting) == 1
+    assert waiting[0]["message"].startswith("default/big waits: ")
+
+
+def test_reclaim_names_the_queue_it_was_for(server):
+    """Queue b borrowed the whole idle cluster; queue a submits and takes its share back."""
+    c = server.client
+    c.post(NODES, json=node("n1", "4"))
+    c.post(Q, json=queue("a"))
+    c.post(Q, json=queue("b"))
+    c.post(JOBS, json=job("lender", "b", replicas=4))
+    ticks(server, 3)
+    c.post(JOBS, json=job("claimer", "a", cpu="2"))
+    ticks(server, 6)
+    evicted = [e for e in events(server, "job/lender") if e["type"] == "Warning"]
+    assert evicted, events(server)
+    assert evicted[0]["reason"] == "Reclaimed"
+    assert "for job default/claimer of queue a" in evicted[0]["message"]
+    assert evicted[0]["metadata"]["labels"]["lahar.dev/queue"] == "b"
+
+
+def test_commands_say_whether_they_were_processed_or_ignored(server):
+    c = server.client
+    c.post(Q, json=queue("q1"))
+    c.post(COMMANDS, json=command("c1", "SuspendQueue", "Queue", "q1"))
+    ticks(server)
+    c.post(COMMANDS, json=command("c2", "SuspendQueue", "Queue", "q1"))
+    c.post(COMMANDS, json=command("c4", "CloseQueue", "Queue", "root"))
+    ticks(server)
+    items = [e for e in events(server) if e["type"] != "Audit"]
+    by_message = {e["message"]: e for e in items}
+    processed = by_message["command default/c1 (SuspendQueue Queue/q1) processed: queue q1: Open -> Suspended"]
+    assert processed["reason"] == "CommandProcessed"
+    assert by_message["command default/c2 (SuspendQueue Queue/q1) processed: nothing to change"]["type"] == "Normal"
+    assert by_message["command default/c4 (CloseQueue Queue/root) ignored: the root queue can never be closed or suspended"]["reason"] == "CommandIgnored"
+    state_changes = [e for e in events(server, "queue/q1") if e["reason"] == "SuspendQueue"]
+    assert [e["message"] for e in state_changes] == ["queue q1: Open -> Suspended"]
+    assert c.get(COMMANDS).json()["items"] == []
+
+
+def test_for_rejects_what_is_neither_a_queue_nor_a_job(server):
+    answer = server.client.get(EVENTS, params={"for": "node/n1"})
+    assert answer.status_code == 400
+    assert "queue/NAME or job/[NAMESPACE/]NAME" in answer.json()["message"]
+    assert parse_for("job/team/x") == ("Job", "team/x")
+    assert parse_for("q/a") == ("Queue", "a")
+
+
+def test_retention_keeps_the_newest_events_and_drops_old_ones():
+    store = open_store("memory://")
+    now = [1000.0]
+    log = EventLog(store, lambda: now[0], max_events=3, max_age=100.0, prune_every=0.0)
+    for i in range(5):
+        log.emit("Queue", "q", "R", f"m{i}", queue="q")
+        now[0] += 1
+    assert log.prune(now[0]) == 2
+    assert sorted(e["message"] for e in store.list("LaharEvent")[0]) == ["m2", "m3", "m4"]
+    now[0] += 200
+    log.emit("Queue", "q", "R", "fresh", queue="q")
+    log.prune(now[0])
+    assert [e["message"] for e in store.list("LaharEvent")[0]] == ["fresh"]
+    again = EventLog(store, lambda: now[0], max_events=3)  # a restart lists what is there
+    assert [name for _, name in again._known] == [e["metadata"]["name"] for e in store.list("LaharEvent")[0]]
