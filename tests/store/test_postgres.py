@@ -199,3 +199,55 @@ def test_server_command_with_a_wrong_password_prints_one_clear_line(pg_cluster, 
     assert done.stderr.startswith(f"error: postgresql://lahar@127.0.0.1:{pg_cluster.port}/")
     assert "password authentication failed" in done.stderr
     assert "Traceback" not in done.stderr and "not-the-password" not in done.stderr
+
+
+def test_an_upgrade_runs_once_even_when_servers_start_together(url, monkeypatch):
+    """A newer Lahar (schema 3 here, with one upgrade step) meets a schema 2 database."""
+    from lahar.store import sql
+
+    PostgresStore(url).close()
+    calls: list[int] = []
+
+    def add_index(conn) -> None:
+        calls.append(1)
+        conn.exec_driver_sql("CREATE INDEX objects_by_namespace ON objects (kind, namespace)")
+
+    monkeypatch.setattr(sql, "SCHEMA_VERSION", SCHEMA_VERSION + 1)
+    monkeypatch.setitem(sql._UPGRADES, SCHEMA_VERSION, add_index)
+    opened: list[PostgresStore] = []
+    threads = [threading.Thread(target=lambda: opened.append(PostgresStore(url))) for _ in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(opened) == 3 and calls == [1]
+    for s in opened:
+        s.close()
+    with psycopg.connect(url) as conn:
+        assert conn.execute("SELECT schema_version FROM meta").fetchone() == (SCHEMA_VERSION + 1,)
+        assert conn.execute("SELECT to_regclass('objects_by_namespace') IS NOT NULL").fetchone() == (True,)
+
+
+def test_a_failed_upgrade_leaves_the_old_schema_untouched(url, monkeypatch):
+    from lahar.store import sql
+
+    store = PostgresStore(url)
+    store.create(queue("kept"))
+    store.close()
+
+    def broken(conn) -> None:
+        conn.exec_driver_sql("ALTER TABLE objects ADD COLUMN labels text")
+        conn.exec_driver_sql("ALTER TABLE no_such_table ADD COLUMN x text")
+
+    monkeypatch.setattr(sql, "SCHEMA_VERSION", SCHEMA_VERSION + 1)
+    monkeypatch.setitem(sql._UPGRADES, SCHEMA_VERSION, broken)
+    with pytest.raises(StoreError, match="cannot open the database.*no_such_table"):
+        PostgresStore(url)
+    monkeypatch.undo()
+    again = PostgresStore(url)  # still schema 2, data and all, as the old Lahar left it
+    assert again.get("Queue", "kept")["metadata"]["name"] == "kept"
+    again.close()
+    with psycopg.connect(url) as conn:
+        assert conn.execute("SELECT schema_version FROM meta").fetchone() == (SCHEMA_VERSION,)
+        columns = {r[0] for r in conn.execute("SELECT column_name FROM information_schema.columns WHERE table_name = 'objects'")}
+        assert "labels" not in columns

@@ -23,6 +23,7 @@ Errors name the database by its URL with the password left out.
 
 from __future__ import annotations
 
+import importlib.util
 import logging
 import os
 import select
@@ -223,12 +224,10 @@ class PostgresStore(SqlStore):
 def postgres_engine(url: URL, busy_timeout: float, pool_size: int, connect_timeout: float) -> Engine:
     """An engine on psycopg 3: reads at ``REPEATABLE READ``, a lock timeout, TCP keepalives,
     connections checked before use (a restarted database server is reconnected to)."""
-    try:
-        import psycopg  # noqa: F401
-    except ImportError:
+    if importlib.util.find_spec("psycopg") is None:
         raise StoreError(
             f"{public_url(url)}: PostgreSQL needs the psycopg package: pip install 'psycopg[binary]'"
-        ) from None
+        )
     args: dict[str, Any] = {
         "connect_timeout": max(1, round(connect_timeout)),
         "application_name": "lahar",
