@@ -10,7 +10,8 @@ writes and watch are ``SqlStore``'s:
 - ``busy_timeout``: a writer waits for another process's transaction instead of failing;
 - ``BEGIN IMMEDIATE`` for writes: the write lock is taken at the start, so two processes never
   both read the counter and then fight over the upgrade to a write lock;
-- an integrity check at open (``PRAGMA quick_check``): a damaged file is refused, never reset.
+- an integrity check at open (``PRAGMA quick_check``): a damaged file is refused, never reset;
+  so is an existing empty file (a database truncated to nothing), which SQLite would take as new.
 """
 
 from __future__ import annotations
@@ -46,14 +47,23 @@ class SqliteStore(SqlStore):
             raise StoreError(
                 f"{self.path}: cannot create the directory for the database: {exc}"
             ) from exc
+        _refuse_empty_file(self.path)
         engine = sqlite_engine(self.path, busy_timeout)
-        super().__init__(
-            engine,
-            where=str(self.path),
-            retention=retention,
-            clock=clock,
-            busy_timeout=busy_timeout,
-        )
+        try:
+            super().__init__(
+                engine,
+                where=str(self.path),
+                retention=retention,
+                clock=clock,
+                busy_timeout=busy_timeout,
+            )
+        except StoreError as exc:
+            if "locked" not in str(exc.__cause__ or ""):
+                raise
+            raise StoreError(
+                f"{exc.message}; stop the process that holds it (another lahar server, a sqlite3 "
+                "shell, a backup) or wait for it to finish, then start again"
+            ) from exc
 
     def _check_file(self, conn: Connection) -> None:
         verdict = conn.exec_driver_sql("PRAGMA quick_check(1)").scalar()
@@ -62,6 +72,18 @@ class SqliteStore(SqlStore):
                 f"{self.where}: the database is damaged ({verdict}); "
                 "it was left untouched: restore a backup"
             )
+
+
+def _refuse_empty_file(path: Path) -> None:
+    """An existing file of 0 bytes is no database: SQLite would silently start a new one in it,
+    and a Lahar database truncated to nothing would come back empty. Refuse it instead."""
+    wal = path.with_name(path.name + "-wal")
+    if path.is_file() and path.stat().st_size == 0 and not (wal.is_file() and wal.stat().st_size):
+        raise StoreError(
+            f"{path}: the file is empty (0 bytes): it holds no Lahar database; if it held one, "
+            "it was truncated: restore a backup. To start a new database, remove the empty file "
+            "or give another --db"
+        )
 
 
 def sqlite_engine(path: Path, busy_timeout: float) -> Engine:
