@@ -236,3 +236,46 @@ def test_leader_killed_the_other_takes_over_without_double_binding(servers):
     assert len(pods) == len(stored) and set(phases) == {"Succeeded"}, f"{phases}\n{survivor.output()}"
     check_history(pod_history(survivor.base))
     print(f"takeover after kill -9 of the leader: {takeover:.2f} s")
+
+
+def test_a_deposed_leader_writes_nothing_and_the_other_server_goes_on(pg_cluster, request):
+    """The leader's lock session ends (an operator's pg_terminate_backend, a cut connection)
+    before its own beat notices: its next tick is fenced off inside its transaction."""
+    import psycopg
+
+    from lahar.scheduler.framework.config import default_config_text, load_config
+    from lahar.server.main import build_server
+    from lahar.store import PostgresStore
+
+    url = pg_cluster.url(pg_cluster.create_database(request.node.name))
+    conf = load_config(default_config_text())
+    one, two = PostgresStore(url), PostgresStore(url)
+    first, second = build_server(one, conf, auth=False), build_server(two, conf, auth=False)
+    try:
+        first.loop.leadership.interval = 3600.0  # its beat never runs here: only the fence acts
+        second.loop.leadership.interval = 0.05
+        first.loop.leadership.start()
+        second.loop.leadership.start()
+        assert (first.loop.leading, second.loop.leading) == (True, False)
+        assert second.loop.tick() is None  # a follower does nothing
+        first.service.create({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n0"}, "status": {"allocatable": {"cpu": "8", "memory": "8Gi"}}})
+        first.loop.tick()
+        second.service.create(job(1))
+        pid = first.loop.leadership._session[0]
+        with psycopg.connect(url, autocommit=True) as admin:
+            admin.execute("SELECT pg_terminate_backend(%s)", (pid,))
+        version = one.current_version()
+        assert first.loop.tick() is None and one.current_version() == version  # fenced: nothing written
+        assert first.loop.skipped == 1 and not first.loop.leading  # the fence said no
+        deadline = time.monotonic() + 5
+        while not second.loop.leading and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert second.loop.leading
+        for _ in range(3):
+            second.loop.tick()
+        pods, _ = two.list("Pod")
+        assert [p["spec"].get("nodeName") for p in pods] == ["n0"]
+    finally:
+        for server in (first, second):
+            server.loop.leadership.stop()
+            server.store.close()

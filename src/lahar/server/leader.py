@@ -50,6 +50,7 @@ class AdvisoryLeadership:
         self.term = 0
         self.since: float | None = None  # time.time() when this term began
         self._leader = False
+        self._lost = False  # confirm() found the lock gone: reconnect before trying again
         self._conn: Any = None
         self._session: tuple[int, Any] | None = None  # (backend pid, backend start) holding it
         self._stop = threading.Event()
@@ -78,9 +79,9 @@ class AdvisoryLeadership:
         if not self._leader or session is None:
             return False
         held = self.store.session_holds_lock(self.key, *session)
-        if not held:
-            with self._guard:
-                self._drop("the database no longer shows our lock")
+        if not held:  # the beat closes the connection; the caller holds the store's write lock
+            self._leader, self._lost = False, True
+            log.warning("leadership lost (the database no longer shows our lock)")
         return held
 
     # ----------------------------------------------------------------- the background beat
@@ -93,6 +94,9 @@ class AdvisoryLeadership:
         with self._guard:
             if self._stop.is_set():
                 return
+            if self._lost:
+                self._lost = False
+                self._drop("the database no longer shows our lock")
             try:
                 if self._conn is None:
                     self._conn = self.store.dedicated_connection()
