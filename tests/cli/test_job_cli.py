@@ -147,7 +147,21 @@ def test_why_prints_the_structured_reason_and_position(cli):
     assert text[1:3] == ["reason: queue-suspended", "  queue jc-wait is suspended"]
     document = json.loads(cli("job", "why", "-n", "jc-why", "-o", "json").stdout)
     assert document["reason"]["kind"] == "queue-suspended" and document["position"]["index"] >= 1
+    assert document["estimate"]["admitted"] and document["estimate"]["expectedStart"] is None
+    assert "estimate: not expected to start within 7d" in "\n".join(text)
     assert yaml.safe_load(cli("job", "why", "-n", "jc-why", "-o", "yaml").stdout)["phase"] == "Pending"
+
+
+def test_dry_run_submits_nothing_and_answers_admission_and_start(cli, tmp_path):
+    result = cli("job", "run", "-n", "jc-dry", "-q", "jc-open", "--cpu", "100m", "--dry-run")
+    assert result.exit_code == 0, result.output
+    assert result.stdout.splitlines()[0] == "job default/jc-dry: would start now (dry run, nothing submitted)"
+    assert cli("job", "view", "-n", "jc-dry").exit_code == 1
+    path = tmp_path / "job.yaml"
+    path.write_text(JOB_FILE.replace("jc-open", "jc-missing"))
+    refused = cli("job", "run", "-f", str(path), "--dry-run")
+    assert refused.exit_code == 1
+    assert "job default/jc-file: would be refused: " in refused.stdout and "jc-missing" in refused.stdout
 
 
 def test_why_of_a_running_job_says_it_is_not_waiting(cli):

@@ -206,6 +206,14 @@ class LaharClient:
     def why(self, name: str, namespace: str = "default") -> dict:
         return self.request("GET", f"/lahar/v1/namespaces/{namespace}/jobs/{name}/why")
 
+    def dry_run(self, document: dict, namespace: str | None = None) -> dict:
+        """Would the server admit this vcjob now, and when would it start? Nothing is stored."""
+        ns = namespace or (document.get("metadata") or {}).get("namespace") or "default"
+        return self.request("POST", f"/lahar/v1/namespaces/{ns}/jobs/dry-run", document)
+
+    def estimate(self, name: str, namespace: str = "default") -> dict:
+        return self.request("GET", f"/lahar/v1/namespaces/{namespace}/jobs/{name}/estimate")
+
     def tree(self) -> list[dict]:
         return self.request("GET", "/lahar/v1/queues/tree").get("queues", [])
 

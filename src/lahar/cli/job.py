@@ -113,10 +113,14 @@ def run(
     image: str = typer.Option("busybox", "--image", "-i", help="Container image."),
     priority_class: Optional[str] = typer.Option(None, "--priority-class", help="PriorityClass name."),
     duration: Optional[str] = typer.Option(None, "--duration", help="Lahar: each pod succeeds this long after it starts (lahar.dev/duration), e.g. 10m."),
+    dry_run: bool = typer.Option(False, "--dry-run", help="Submit nothing: say whether the server would admit the job now and when it is expected to start."),
     server: ServerOption = "http://127.0.0.1:8080",
     token: TokenOption = None,
 ) -> None:
-    """Submit a vcjob from a file, or build one from flags. Prints run job NAME successfully."""
+    """Submit a vcjob from a file, or build one from flags. Prints run job NAME successfully.
+
+    With --dry-run nothing is stored: the server simulates forward from its present state and
+    answers 'would start now', 'expected to start in 8m00s' or 'would be refused: ...' (exit 1)."""
     if filename:
         jobs = _jobs_from_file(filename)
     elif not name:
@@ -125,8 +129,20 @@ def run(
         jobs = [quick_job(name, namespace or "default", queue, replicas, min_available, _requests(cpu, memory, gpu, requests), image, command or [], priority_class, duration)]
     client = connect(server, token)
     for job in jobs:
+        if dry_run:
+            _report_dry_run(client.dry_run(job, namespace))
+            continue
         created = client.create(job, namespace)
         typer.echo(f"run job {created['metadata']['name']} successfully")
+
+
+def _report_dry_run(answer: dict) -> None:
+    typer.echo(f"job {answer['job']}: {answer['summary']} (dry run, nothing submitted)")
+    if not answer.get("admitted"):
+        raise typer.Exit(1)
+    if not answer.get("startsNow"):
+        for note in answer.get("assumptions") or []:
+            typer.echo(f"  assumes {note}")
 
 
 # --------------------------------------------------------------------- list
@@ -272,8 +288,15 @@ def why(
     client = connect(server, token)
     answer = client.why(name, namespace)
     place = _place(client, answer.get("job", f"{namespace}/{name}"))
-    document = {**answer, "position": {"index": place[0], "waiting": place[1]} if place else None}
-    emit(document, output, lambda wide: "\n".join(_why_text(answer, place)))
+    estimate = client.estimate(name, namespace) if answer.get("reason") else None
+    document = {**answer, "position": {"index": place[0], "waiting": place[1]} if place else None, "estimate": estimate}
+    emit(document, output, lambda wide: "\n".join(_why_text(answer, place) + _estimate_lines(estimate)))
+
+
+def _estimate_lines(estimate: Optional[dict]) -> list[str]:
+    if not estimate:
+        return []
+    return [f"estimate: {estimate['summary']}"] + [f"  assumes {note}" for note in estimate.get("assumptions") or []]
 
 
 def _view_text(client: LaharClient, job: dict) -> str:

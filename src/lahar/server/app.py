@@ -34,7 +34,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from lahar import __version__
 from lahar.errors import BadRequest, LaharError, NotFound
-from lahar.server import events, openapi, usage_routes
+from lahar.server import events, forecast_routes, openapi, usage_routes
 from lahar.server.limits import LimitsMiddleware
 from lahar.server.service import EVENT_KIND, ApiService
 
@@ -98,6 +98,7 @@ def create_app(service: ApiService, loop: Any = None, metrics: Callable[[], str]
     _add_lahar_routes(app, service, loop, metrics)
     usage_routes.install(app, service, loop)
     events.install(app, service)
+    forecast_routes.install(app, service, loop)
     openapi.install(app)
     return app
 

@@ -97,8 +97,9 @@ class ApiService:
             view = self.view()
             self.access.create(who, obj)
             admitted = admit_create(obj, view)
-            created = self.store.create(admitted.dump())
-            self.audit(who, "create", created)
+            with _batch(self.store):  # the object and its audit event: one transaction, one disk sync
+                created = self.store.create(admitted.dump())
+                self.audit(who, "create", created)
             return created
 
     def update(self, document: dict, namespace: str | None = None, who: Principal | None = None) -> dict:
@@ -219,6 +220,10 @@ class ApiService:
         )
 
     # ----------------------------------------------------------------- helpers
+
+    def parse(self, document: dict, namespace: str | None = None) -> ApiObject:
+        """The typed object a request body describes (no admission, nothing stored)."""
+        return self._parse(document, namespace)
 
     def _parse(self, document: dict, namespace: str | None) -> ApiObject:
         if not isinstance(document, dict):

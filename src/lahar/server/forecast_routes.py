@@ -1,0 +1,56 @@
+"""Dry runs and expected starts over HTTP (``lahar job run --dry-run``, ``lahar job why``).
+
+``POST /lahar/v1/namespaces/{ns}/jobs/dry-run`` takes a vcjob as ``POST .../jobs`` would, stores
+nothing, and answers whether admission would take it now and, if so, when it is expected to
+start. ``GET /lahar/v1/namespaces/{ns}/jobs/{name}/estimate`` answers the same for a job that
+is already waiting. Both simulate forward from the server's present state (``lahar.sim.forecast``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import Body, FastAPI, Query, Request
+
+from lahar.errors import BadRequest, LaharError
+from lahar.model.manifest import KINDS
+from lahar.server.service import ApiService
+from lahar.sim.forecast import DEFAULT_HORIZON, expected_start
+
+__all__ = ["install"]
+
+_STATE_KINDS = ("PriorityClass", "Queue", "Node", "Job", "PodGroup", "Pod")
+
+
+def install(app: FastAPI, service: ApiService, loop: Any) -> None:
+    horizon_query = Query(DEFAULT_HORIZON, gt=0, le=90 * 86400, description="How far ahead to simulate, in seconds.")
+
+    @app.post("/lahar/v1/namespaces/{namespace}/jobs/dry-run", tags=["Lahar"], summary="Would this job be admitted, and when would it start?")
+    def dry_run(request: Request, namespace: str, body: dict = Body(...), horizon: float = horizon_query) -> dict:
+        proposed = service.parse(body, namespace)
+        if proposed.kind != "Job":
+            raise BadRequest(f"kind: a dry run takes a vcjob (kind Job), not {proposed.kind}")
+        service.access.create(getattr(request.state, "principal", None), proposed)
+        return _estimate(service, loop, proposed.key, proposed, horizon)
+
+    @app.get("/lahar/v1/namespaces/{namespace}/jobs/{name}/estimate", tags=["Lahar"], summary="When a waiting job is expected to start")
+    def estimate(request: Request, namespace: str, name: str, horizon: float = horizon_query) -> dict:
+        service.get("Job" if _has(service, "Job", f"{namespace}/{name}") else "PodGroup", f"{namespace}/{name}", who=getattr(request.state, "principal", None))
+        return _estimate(service, loop, f"{namespace}/{name}", None, horizon)
+
+
+def _estimate(service: ApiService, loop: Any, key: str, proposed: Any, horizon: float) -> dict:
+    if loop is None:
+        raise LaharError("this server runs no scheduler: nothing to estimate with")
+    objects = [KINDS[kind].model_validate(item) for kind in _STATE_KINDS for item in service.store.list(kind)[0]]
+    typical = getattr(loop, "typical_runtime", None)
+    result = expected_start(objects, loop.conf, loop.clock(), key, proposed=proposed, horizon=horizon, period=loop.period, typical=typical)
+    return result.to_json()
+
+
+def _has(service: ApiService, kind: str, key: str) -> bool:
+    try:
+        service.store.get(kind, key)
+        return True
+    except LaharError:
+        return False
