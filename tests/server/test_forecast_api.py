@@ -59,3 +59,19 @@ def test_a_waiting_job_has_an_estimate(server):
     body = c.get("/lahar/v1/namespaces/default/jobs/b/estimate").json()
     assert body["expectedWaitSeconds"] == 480.0
     assert c.get("/lahar/v1/namespaces/default/jobs/nope/estimate").status_code == 404
+
+
+def test_tasks_without_a_duration_take_their_queue_typical_run_time(server):
+    c = server.client
+    c.post(NODES, json=node("n1", cpu="4"))
+    assert c.post(JOBS, json=job("done", cpu="4", **{"lahar.dev/duration": "5m"})).status_code == 201
+    for _ in range(3):
+        server.loop.tick()
+        server.clock.advance(150)
+    server.loop.tick()
+    assert c.post(JOBS, json=job("open-ended", cpu="4")).status_code == 201
+    server.loop.tick()
+    server.loop.tick()
+    body = c.post(DRY, json=job("next", cpu="1")).json()
+    assert any("typical run time" in note for note in body["assumptions"]), body
+    assert body["expectedWaitSeconds"] is not None and 0 < body["expectedWaitSeconds"] <= 300

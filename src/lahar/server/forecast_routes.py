@@ -43,9 +43,27 @@ def _estimate(service: ApiService, loop: Any, key: str, proposed: Any, horizon: 
     if loop is None:
         raise LaharError("this server runs no scheduler: nothing to estimate with")
     objects = [KINDS[kind].model_validate(item) for kind in _STATE_KINDS for item in service.store.list(kind)[0]]
-    typical = getattr(loop, "typical_runtime", None)
+    typical = _typical_runtime(loop)
     result = expected_start(objects, loop.conf, loop.clock(), key, proposed=proposed, horizon=horizon, period=loop.period, typical=typical)
     return result.to_json()
+
+
+HISTORY = 7 * 86400.0
+
+
+def _typical_runtime(loop: Any):
+    """A queue's mean job run time over the last week of its usage history, or None."""
+    usage = getattr(loop, "usage", None)
+    if usage is None:
+        return None
+    since = loop.clock() - HISTORY
+
+    def typical(queue: str) -> float | None:
+        rows = usage.ledger.rows(since=since, queue=queue)
+        jobs = sum(row["jobs"] for row in rows)
+        return sum(row["runSum"] for row in rows) / jobs if jobs else None
+
+    return typical
 
 
 def _has(service: ApiService, kind: str, key: str) -> bool:
