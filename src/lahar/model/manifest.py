@@ -30,6 +30,7 @@ __all__ = [
     "kind_class",
     "parse_object",
     "load_documents",
+    "check_shape",
     "load_objects",
     "load_files",
     "dump_yaml",
@@ -66,6 +67,8 @@ _TYPE_DETAILS = {
 }
 
 MAX_DOCUMENT_BYTES = 8 * 1024 * 1024
+MAX_DEPTH = 64  # nesting of mappings and lists, as for JSON bodies on the API
+MAX_ALIAS_NODES = 100_000  # nodes that aliases may add when expanded (plain text is bounded by size)
 
 
 def kind_class(name: str) -> type[ApiObject]:
@@ -105,14 +108,23 @@ def _field_error(error: dict) -> FieldError:
     return FieldError.invalid(path, error.get("input"), detail)
 
 
-def load_documents(text: str) -> list[dict]:
-    """Decode every YAML (or JSON) document in ``text``; empty documents are skipped."""
+def load_documents(text: str, where: str = "") -> list[dict]:
+    """Decode every YAML (or JSON) document in ``text``; empty documents are skipped.
+
+    Hostile text is refused before anything is built from it (``check_shape``): more than
+    ``MAX_DOCUMENT_BYTES``, nesting deeper than ``MAX_DEPTH``, or aliases that would add more
+    than ``MAX_ALIAS_NODES`` nodes when expanded (a "billion laughs" document). ``where`` names
+    the source."""
+    prefix = f"{where}: " if where else ""
     if len(text.encode("utf-8", "ignore")) > MAX_DOCUMENT_BYTES:
-        raise BadRequest(f"document too large: at most {MAX_DOCUMENT_BYTES} bytes")
+        raise BadRequest(f"{prefix}document too large: at most {MAX_DOCUMENT_BYTES} bytes")
     try:
+        check_shape(text, prefix)
         docs = [doc for doc in yaml.safe_load_all(text) if doc is not None]
     except yaml.YAMLError as exc:
-        raise BadRequest(f"not valid YAML or JSON: {exc}") from None
+        raise BadRequest(f"{prefix}not valid YAML or JSON: {exc}") from None
+    except RecursionError:  # a last resort: check_shape keeps the composer far from the limit
+        raise BadRequest(f"{prefix}nested too deeply to read") from None
     out: list[dict] = []
     for doc in docs:
         if isinstance(doc, dict) and doc.get("kind") == "List" and isinstance(doc.get("items"), list):
@@ -122,9 +134,58 @@ def load_documents(text: str) -> list[dict]:
     return out
 
 
+def check_shape(text: str, prefix: str = "") -> None:
+    """Refuse YAML that is too deep or expands too much, reading only its event stream.
+
+    PyYAML's parser is iterative, so this pass costs memory in proportion to the text; its
+    composer and constructor recurse and share aliased nodes, and what walks the result later
+    (validation, JSON) copies every alias. So each anchor's expanded size and height are kept,
+    and an alias counts for all of it. Raises ``BadRequest`` naming the line and the limit."""
+    anchors: dict[str, tuple[int, int]] = {}  # anchor -> (nodes when expanded, height)
+    frames: list[list] = []  # open collections: [nodes so far, highest child, anchor]
+    copied = 0  # nodes added by expanding aliases
+
+    def count(nodes: int, height: int, mark: Any) -> None:
+        """``nodes`` more nodes, reaching ``height`` levels below the open collections."""
+        if len(frames) + height > MAX_DEPTH:
+            raise BadRequest(f"{prefix}line {mark.line + 1}, column {mark.column + 1}: nested deeper than {MAX_DEPTH} levels; refused")
+        if frames:
+            frames[-1][0] += nodes
+            frames[-1][1] = max(frames[-1][1], height)
+
+    def alias(nodes: int, height: int, mark: Any) -> None:
+        nonlocal copied
+        copied += nodes
+        if copied > MAX_ALIAS_NODES:
+            raise BadRequest(f"{prefix}line {mark.line + 1}: aliases would expand the document by more than {MAX_ALIAS_NODES} nodes "
+                             "(aliases of aliases, as in a \"billion laughs\" document); refused")  # fmt: skip
+        count(nodes, height, mark)
+
+    for event in yaml.parse(text, Loader=yaml.SafeLoader):
+        if isinstance(event, yaml.DocumentStartEvent):
+            anchors.clear()  # anchors do not cross documents
+        elif isinstance(event, yaml.CollectionStartEvent):
+            count(1, 1, event.start_mark)
+            frames.append([0, 0, event.anchor])
+        elif isinstance(event, yaml.CollectionEndEvent):
+            nodes, highest, anchor = frames.pop()
+            if frames:  # the collection itself was counted when it started
+                frames[-1][0] += nodes
+                frames[-1][1] = max(frames[-1][1], highest + 1)
+            if anchor:
+                anchors[anchor] = (nodes + 1, highest + 1)
+        elif isinstance(event, yaml.ScalarEvent):
+            count(1, 0, event.start_mark)
+            if event.anchor:
+                anchors[event.anchor] = (1, 0)
+        elif isinstance(event, yaml.AliasEvent):
+            nodes, height = anchors.get(event.anchor, (1, 0))  # an unknown alias fails later
+            alias(nodes, height, event.start_mark)
+
+
 def load_objects(text: str, where: str = "") -> list[ApiObject]:
     """Every object in ``text``, typed. ``Invalid`` lists the errors of the first bad document."""
-    docs = load_documents(text)
+    docs = load_documents(text, where)
     return [parse_object(doc, f"{where}#{i + 1}" if where else f"document {i + 1}") for i, doc in enumerate(docs)]
 
 

@@ -248,11 +248,10 @@ def _add_token_routes(app: FastAPI, tokens: Any) -> None:
 
     @app.post("/lahar/v1/tokens", tags=["Lahar"], summary="Create a token (admins); the token is shown only in this answer", status_code=201)
     def create_token(request: Request, body: dict = Body(...)) -> dict:
+        from lahar.server.auth import token_request
+
         admin_only(request)
-        groups = body.get("groups") or []
-        if isinstance(groups, str):
-            groups = [g.strip() for g in groups.split(",") if g.strip()]
-        token, record = tokens.create(str(body.get("user", "")), list(groups), bool(body.get("admin", False)))
+        token, record = tokens.create(*token_request(body))
         return {"token": token, "id": record.id, "user": record.user, "groups": record.groups, "admin": record.admin}
 
     @app.get("/lahar/v1/tokens", tags=["Lahar"], summary="List tokens (admins; secrets are never shown)")

@@ -13,6 +13,7 @@ ACLs; every change leaves an audit event naming who did what.
 from __future__ import annotations
 
 import ipaddress
+import json
 import os
 from dataclasses import asdict
 from pathlib import Path
@@ -25,9 +26,10 @@ from starlette.responses import JSONResponse
 from lahar.errors import BadRequest, LaharError, NotFound
 from lahar.security import TokenRecord, authenticate, new_token
 
-__all__ = ["TokenStore", "AuthMiddleware", "bootstrap_admin_token", "is_loopback", "PUBLIC_PATHS"]
+__all__ = ["TokenStore", "AuthMiddleware", "bootstrap_admin_token", "is_loopback", "token_request", "PUBLIC_PATHS"]
 
 TOKEN_KIND = "Token"
+MAX_GROUPS = 64
 PUBLIC_PATHS = ("/healthz", "/ui", "/favicon.ico")
 
 
@@ -45,8 +47,8 @@ class TokenStore:
         return _record(body)
 
     def create(self, user: str, groups: list[str], admin: bool) -> tuple[str, TokenRecord]:
-        if not user or not all(c.isalnum() or c in "-_.@" for c in user):
-            raise BadRequest(f'user: Invalid value: "{user}": use letters, digits and - _ . @')
+        if not user or len(user) > 253 or not all(c.isalnum() or c in "-_.@" for c in user):
+            raise BadRequest(f'user: Invalid value: "{user[:200]}": use letters, digits and - _ . @ (at most 253)')
         token, record = new_token(user, groups, admin)
         self.store.create({"apiVersion": "lahar.dev/v1alpha1", "kind": TOKEN_KIND, "metadata": {"name": record.id}, **_body(record)})
         return token, record
@@ -62,6 +64,24 @@ class TokenStore:
 
     def empty(self) -> bool:
         return not self.store.list(TOKEN_KIND)[0]
+
+
+def token_request(body: dict) -> tuple[str, list[str], bool]:
+    """``(user, groups, admin)`` from a token-create body, each field checked: ``groups`` is a
+    list of names or one comma-separated string; ``admin`` must be a real boolean (the string
+    ``"false"`` must never make an admin). Raises ``BadRequest`` naming the field."""
+    user, groups, admin = body.get("user", ""), body.get("groups") or [], body.get("admin", False)
+    if not isinstance(user, str):
+        raise BadRequest(f"user: Invalid value: {json.dumps(user)[:200]}: must be a string")
+    if isinstance(groups, str):
+        groups = [g.strip() for g in groups.split(",") if g.strip()]
+    if not isinstance(groups, list) or not all(isinstance(g, str) and g and all(c.isalnum() or c in "-_.@:" for c in g) for g in groups):
+        raise BadRequest(f"groups: Invalid value: {json.dumps(groups)[:200]}: must be a list of group names (letters, digits and - _ . @ :)")
+    if len(groups) > MAX_GROUPS:
+        raise BadRequest(f"groups: Too many: {len(groups)}: at most {MAX_GROUPS}")
+    if not isinstance(admin, bool):
+        raise BadRequest(f"admin: Invalid value: {json.dumps(admin)[:200]}: must be true or false")
+    return user, groups, admin
 
 
 def _body(record: TokenRecord) -> dict:

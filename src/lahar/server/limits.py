@@ -73,7 +73,7 @@ class LimitsMiddleware:
             await self._refuse(send, 415, "UnsupportedMediaType", "request bodies must be JSON: send Content-Type: application/json")
             return
         if json_depth(body, self.max_depth) > self.max_depth:
-            await self._refuse(send, 400, "BadRequest", f"JSON nested deeper than {self.max_depth} levels is refused")
+            await self._refuse(send, 400, "BadRequest", f"request body: JSON nested deeper than {self.max_depth} levels is refused")
             return
         replayed = False
 
