@@ -21,6 +21,7 @@ import httpx
 import pytest
 
 from lahar.quantity import parse_quantity
+from pg import PASSWORD
 from test_durability import JOBS, check_invariants, free_port, job
 
 PODS = "/api/v1/namespaces/default/pods"
@@ -149,6 +150,9 @@ def check_history(events: list[dict]) -> None:
 def test_two_servers_serve_one_database(servers):
     a, b = servers
     assert sorted([a.leader(), b.leader()]) == [False, True]  # exactly one leads
+    for server in servers:  # the start-up line names the database, never its password
+        assert "(database: postgresql://lahar@127.0.0.1:" in server.output()
+        assert PASSWORD not in server.output()
     add_nodes(a.base, 1)
     acknowledged = submit([b.base], range(4))
     assert acknowledged == {"j0", "j1", "j2", "j3"}

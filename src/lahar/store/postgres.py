@@ -53,7 +53,8 @@ _HOLDS_LOCK = text(
     "SELECT EXISTS (SELECT 1 FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid "
     "WHERE l.locktype = 'advisory' AND l.granted AND l.pid = :pid "
     "AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database()) "
-    "AND l.classid = :k1 AND l.objid = :k2 AND l.objsubid = 2 AND a.backend_start = :started)"
+    "AND l.classid = :k1 AND l.objid = :k2 AND l.objsubid = 2 "
+    "AND a.backend_start IS NOT DISTINCT FROM CAST(:started AS timestamptz))"
 )
 
 
