@@ -22,6 +22,7 @@ Volcano; call ``clone()`` first when the original must stay.
 
 from __future__ import annotations
 
+import functools
 import sys
 from enum import IntEnum
 from fractions import Fraction
@@ -498,13 +499,18 @@ class Resource:
         for name, value in self.dims():
             if value < MIN_RESOURCE:
                 continue
-            if value >= MAX_INT64:
-                out[name] = "unlimited"
-                continue
-            exact = Fraction(value) / (1 if name in (MEMORY, PODS) else 1000)
-            fmt = QuantityFormat.BINARY if name == MEMORY else QuantityFormat.DECIMAL
-            out[name] = format_quantity(exact.limit_denominator(10**9), fmt)
+            out[name] = _quantity_text(name, value)
         return out
+
+
+@functools.lru_cache(maxsize=4096)
+def _quantity_text(name: str, value: float) -> str:
+    """One dimension as a canonical quantity (memoised: reasons format the same values every cycle)."""
+    if value >= MAX_INT64:
+        return "unlimited"
+    exact = Fraction(value) / (1 if name in (MEMORY, PODS) else 1000)
+    fmt = QuantityFormat.BINARY if name == MEMORY else QuantityFormat.DECIMAL
+    return format_quantity(exact.limit_denominator(10**9), fmt)
 
 
 def _user_value(name: str, value: float) -> float:

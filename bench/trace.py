@@ -1,0 +1,94 @@
+"""Replay a real trace through the discrete-event simulator, as ``lahar simulate --trace`` does.
+
+    python bench/trace.py philly                      # all 82,247 jobs
+    python bench/trace.py philly --limit-jobs 5000
+    python bench/trace.py philly --profile 2>profile.txt
+
+The trace is found under ``--traces DIR``, else ``$LAHAR_TRACES``, else ``../shared/traces``
+next to the repository (``philly-derived/philly.csv``). The run is the same as
+``lahar simulate --trace philly:PATH``: the default cluster sized from the jobs, one queue per
+virtual cluster, the default scheduler configuration and the replay that jumps between events
+(``lahar.sim.compare.replay``). Prints one JSON line: simulated jobs per wall second, total
+seconds (loading included), replay seconds, cycles and the metrics' headline figures.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import sys
+import time
+from pathlib import Path
+
+from lahar.scheduler.framework.config import default_config_text, load_config
+from lahar.sim.compare import Clock, replay
+from lahar.sim.engine import Simulation
+from lahar.sim.metrics import MetricsCollector
+from lahar.sim.traces import build_workload
+
+_FILES = {"philly": "philly-derived/philly.csv"}
+
+
+def trace_path(kind: str, traces: str | None) -> Path:
+    root = Path(traces or os.environ.get("LAHAR_TRACES") or Path(__file__).resolve().parents[2] / "shared" / "traces")
+    path = root / _FILES[kind]
+    if not path.exists():
+        sys.exit(f"{path}: no such file (give --traces DIR or set LAHAR_TRACES)")
+    return path
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("kind", choices=sorted(_FILES))
+    parser.add_argument("--limit-jobs", type=int, default=None)
+    parser.add_argument("--traces", default=None, help="the traces folder (default: $LAHAR_TRACES or ../shared/traces)")
+    parser.add_argument("--profile", action="store_true", help="pyinstrument profile of the replay on stderr")
+    args = parser.parse_args()
+    path = trace_path(args.kind, args.traces)
+    t0 = time.perf_counter()
+    workload = build_workload(f"{args.kind}:{path}", limit=args.limit_jobs)
+    objects, _ = workload.objects(None)
+    collector = MetricsCollector()
+    sim = Simulation(objects, load_config(default_config_text()), period=1.0, observers=[collector])
+    sim.keep_cycles = False
+    t1, c1 = time.perf_counter(), time.process_time()
+    if args.profile:
+        from pyinstrument import Profiler
+
+        profiler = Profiler(interval=0.005)
+        profiler.start()
+    replay(sim, objects, Clock(1.0, None, None))
+    t2, c2 = time.perf_counter(), time.process_time()
+    if args.profile:
+        profiler.stop()
+        print(profiler.output_text(unicode=False, color=False, show_all=False), file=sys.stderr)
+    result = collector.result(sim)
+    total = time.perf_counter() - t0
+    summary = result["summary"]
+    print(
+        json.dumps(
+            {
+                "bench": "trace",
+                "trace": args.kind,
+                "jobs": len(workload.jobs),
+                "nodes": len(workload.nodes),
+                "cycles": sim.cycle_count,
+                "sim_seconds": round(sim.now, 1),
+                "jobs_per_second": round(len(workload.jobs) / total, 1),
+                "total_seconds": round(total, 2),
+                "load_seconds": round(t1 - t0, 2),
+                "replay_seconds": round(t2 - t1, 2),
+                "replay_cpu_seconds": round(c2 - c1, 2),
+                "ms_per_cycle": round(1000 * (t2 - t1) / max(sim.cycle_count, 1), 2),
+                "wait_p50": summary.get("wait_p50"),
+                "never_started": summary.get("never_started"),
+                "peak_rss_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+            }
+        )
+    )
+
+
+if __name__ == "__main__":
+    main()
