@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import stat
 
@@ -100,3 +101,16 @@ def test_changes_leave_audit_events(secured):
     events = c.get("/apis/lahar.dev/v1alpha1/events", headers=bearer(admin)).json()["items"]
     audit = [e for e in events if e["type"] == "Audit" and e["involvedObject"]["name"] == "audited"]
     assert audit and audit[0]["user"] == "admin" and audit[0]["reason"] == "create"
+
+
+def test_a_watch_shows_a_user_only_what_a_list_shows_them(secured):
+    """Owner-only visibility holds for ``?watch=true`` too, not only for lists and reads."""
+    _, c, admin = secured
+    alice = c.post("/lahar/v1/tokens", json={"user": "alice"}, headers=bearer(admin)).json()["token"]
+    assert c.post(JOBS, json=job("admins-job", "default"), headers=bearer(admin)).status_code == 201
+    assert c.post(JOBS, json=job("alices-job", "default"), headers=bearer(alice)).status_code == 201
+    watched = c.get(f"{JOBS}?watch=true&resourceVersion=0&timeoutSeconds=0.5", headers=bearer(alice)).text
+    names = [json.loads(line)["object"]["metadata"]["name"] for line in watched.splitlines() if line]
+    assert names == ["alices-job"]
+    everything = c.get(f"{JOBS}?watch=true&resourceVersion=0&timeoutSeconds=0.5", headers=bearer(admin)).text
+    assert "admins-job" in everything and "alices-job" in everything

@@ -112,14 +112,20 @@ def _list_document(resource: Resource, items: list[dict], version: int) -> dict:
     }
 
 
-def _watch_stream(service: ApiService, resource: Resource, since: int, namespace: str | None, timeout: float) -> Iterator[bytes]:
+def _watch_stream(service: ApiService, resource: Resource, since: int, namespace: str | None, timeout: float, who: Any = None) -> Iterator[bytes]:
+    """Changes after ``since``; a non-admin ``who`` sees only what a list would show them."""
     deadline = time.monotonic() + timeout
     version = since
+    filtered = who is not None and not who.admin
     while time.monotonic() < deadline:
         events = service.store.watch(version, {resource.kind}, timeout=min(1.0, max(0.0, deadline - time.monotonic())))
+        if filtered and events:
+            service.mirror.sync()
         for event in events:
             version = max(version, event.resource_version)
             if namespace and event.object.get("metadata", {}).get("namespace") != namespace:
+                continue
+            if filtered and not service.access.may_read(who, event.object):
                 continue
             yield (json.dumps({"type": event.type, "object": event.object}) + "\n").encode()
 
@@ -140,7 +146,7 @@ def _add_resource_routes(app: FastAPI, service: ApiService, resource: Resource) 
         labelSelector: str | None = Query(None, description="k=v[,k=v]"),
     ):
         if watch:
-            stream = _watch_stream(service, resource, resourceVersion, namespace, timeoutSeconds)
+            stream = _watch_stream(service, resource, resourceVersion, namespace, timeoutSeconds, _who(request))
             return StreamingResponse(stream, media_type="application/x-ndjson")
         labels = _labels(labelSelector)
         items, version = service.list(resource.kind, namespace, labels, who=_who(request))
