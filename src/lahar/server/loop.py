@@ -153,11 +153,11 @@ class StoreWorld(World):
             group = self.podgroups.get(uid)
             if group is None:
                 continue
-            if now is not None:
-                self.event_log.reason(uid, outcome.queue, pending_reason(group), outcome.reason, now)
             text = json.dumps(outcome.reason, sort_keys=True) if outcome.reason else None
             if group.metadata.annotations.get(REASON_ANNOTATION) == text:
                 continue
+            if now is not None:  # the reason changed: an event if its kind did
+                self.event_log.reason(uid, outcome.queue, pending_reason(group), outcome.reason, now)
             updated = group.model_copy(deep=True)
             if text is None:
                 updated.metadata.annotations.pop(REASON_ANNOTATION, None)
@@ -225,7 +225,7 @@ class ControlLoop:
             world.write_reasons(result, now)
             world.write_allocations(result)
             world.refresh_queues(now)
-            self.usage.observe(world, now)
+            self.usage.observe(world, now, [uid for uid, outcome in result.jobs.items() if outcome.phase == "Completed"])
             self.usage.maybe_flush(now)
             world.event_log.prune(now)
             self.last = result

@@ -5,10 +5,11 @@ and what ran); this is the shell that reads the server's world after each tick a
 the ledger's hourly buckets as ``UsageRecord`` objects, so ``lahar usage`` answers the same
 after a restart.
 
-- ``observe(world, now)`` charges every Running pod to its queue and its owner for the time
-  since the last tick, and records each job that completed (wait = first start - creation,
-  run = completion - first start) exactly once: jobs already Completed when the server starts
-  were counted by an earlier run.
+- ``observe(world, now, completed)`` charges every Running pod to its queue and its owner for
+  the time since the last tick, and records each job that completed (wait = first start -
+  creation, run = completion - first start) exactly once: jobs already Completed when the
+  server starts were counted by an earlier run. Its cost is the running pods plus, only in a
+  tick where jobs complete, one pass over the pods for their start times.
 - Buckets are written when they changed, at most every ``flush_every`` seconds (and by
   ``flush``), not every tick: the watch history stays for the objects users watch. A crash
   loses at most that much usage, never counts it twice.
@@ -19,7 +20,7 @@ after a restart.
 from __future__ import annotations
 
 import hashlib
-from typing import Any
+from typing import Any, Iterable
 
 from lahar.accounting import BUCKET_SECONDS, DEFAULT_RETENTION, UsageLedger
 from lahar.errors import NotFound
@@ -46,6 +47,7 @@ class UsageHistory:
         self._counted: set[str] = set()  # completed podgroups already charged
         self._requests: dict[tuple[str, str | None], Resource] = {}  # (pod key, resourceVersion) -> request
         self._next_flush: float | None = None
+        self._world: Any = None
         self._load()
 
     def _load(self) -> None:
@@ -58,13 +60,16 @@ class UsageHistory:
 
     def start(self, world: Any) -> None:
         """Jobs already completed when the server starts were counted before: skip them."""
+        self._world = world
         self._counted = {key for key, group in world.podgroups.items() if group.status.phase == "Completed"}
 
-    def observe(self, world: Any, now: float) -> None:
+    def observe(self, world: Any, now: float, completed: Iterable[str] | None = None) -> None:
+        """``completed``: the podgroups the cycle found Completed (None: look at every podgroup)."""
         running = []
         live = {}
-        for key, pod in world.pods.items():
-            if pod.phase != "Running":
+        for key in world.started:  # the Running pods (with a start time)
+            pod = world.pods.get(key)
+            if pod is None or pod.phase != "Running":
                 continue
             group = world.podgroups.get(f"{pod.metadata.namespace}/{pod.group_name}") if pod.group_name else None
             queue = group.spec.queue if group is not None else pod.queue
@@ -75,12 +80,16 @@ class UsageHistory:
             running.append((queue or "default", user, request))
         self._requests = live
         self.ledger.observe(now, running)
-        self._finished(world, now)
+        candidates = world.podgroups if completed is None else completed
+        self._finished(world, now, candidates)
 
-    def _finished(self, world: Any, now: float) -> None:
-        done = [key for key, group in world.podgroups.items() if group.status.phase == "Completed" and key not in self._counted]
+    def _finished(self, world: Any, now: float, candidates: Iterable[str]) -> None:
+        done = []
+        for key in candidates:
+            group = world.podgroups.get(key)
+            if group is not None and group.status.phase == "Completed" and key not in self._counted:
+                done.append(key)
         if not done:
-            self._counted &= set(world.podgroups)
             return
         starts: dict[str, float] = {}
         for pod in world.pods.values():
@@ -118,6 +127,7 @@ class UsageHistory:
             self._put(record_name(*key), body)
             self._written[key] = text
             written += 1
+        self._counted &= set(self._counted_live())
         for key in [k for k in self._written if k not in self.ledger.buckets]:
             del self._written[key]
             try:
@@ -125,6 +135,10 @@ class UsageHistory:
             except NotFound:
                 pass
         return written
+
+    def _counted_live(self) -> Iterable[str]:
+        world = self._world
+        return self._counted if world is None else (k for k in self._counted if k in world.podgroups)
 
     def _put(self, name: str, bucket: dict) -> None:
         document = {"apiVersion": "lahar.dev/v1alpha1", "kind": RECORD_KIND, "metadata": {"name": name}, "bucket": bucket}
