@@ -212,3 +212,20 @@ def test_events_and_usage_views(page):
     page.wait_for_selector("#usage-table tr[data-queue=team-a]")
     page.wait_for_selector(".chart-box[data-resource=cpu] svg polyline", state="attached")  # a flat line has no height
     shot(page, "dashboard-usage")
+
+
+def test_a_user_who_may_not_administer_a_queue_sees_why_in_place(browser, server):
+    answer = httpx.post(server.url + "/lahar/v1/tokens", json={"user": "alice"}, headers={"Authorization": f"Bearer {server.token}"}, timeout=10)
+    assert answer.status_code == 201, answer.text
+    context = browser.new_context()
+    page = context.new_page()
+    page.goto(f"{server.url}/ui/?token={answer.json()['token']}")
+    page.wait_for_selector(".queue-row[data-queue=team-a] button[data-action=suspend]")
+    assert page.inner_text("#who") == "alice"
+    page.click(".queue-row[data-queue=team-a] button[data-action=suspend]")
+    error = page.locator("[data-error-for=team-a]")
+    error.filter(has_text="alice").wait_for()
+    assert "may not" in error.inner_text()
+    assert page.inner_text(".queue-row[data-queue=team-a] .badge") == "Open"
+    assert server.get(f"{QUEUES}/team-a")["status"]["state"] == "Open"
+    context.close()
