@@ -44,8 +44,10 @@ def phase(base: str, name: str) -> str | None:
     return answer.json()["status"].get("phase") if answer.status_code == 200 else None
 
 
-def cli(base: str, *args: str) -> subprocess.CompletedProcess:
-    env = {**os.environ, "LAHAR_SERVER": base, "LAHAR_HOME": os.devnull + "-none"}
+def cli(served: "Served", *args: str) -> subprocess.CompletedProcess:
+    """The CLI as a person runs it, against the server (authentication off: no token needed)."""
+    env = {**os.environ, "LAHAR_SERVER": served.base, "LAHAR_HOME": served.home}
+    env.pop("LAHAR_TOKEN", None)
     return subprocess.run([sys.executable, "-m", "lahar.cli.main", *args], capture_output=True, text=True, env=env, timeout=30)
 
 
@@ -62,8 +64,8 @@ class Served:
     """A real server on a free loopback port; ``restart`` stops it with SIGTERM, as a service
     manager does, and starts it again on the same database."""
 
-    def __init__(self, db: str) -> None:
-        self.db, port = db, free_port()
+    def __init__(self, db: str, home: str) -> None:
+        self.db, self.home, port = db, home, free_port()
         self.base = f"http://127.0.0.1:{port}"
         self.port = port
         self.proc = start(db, port)
@@ -75,7 +77,7 @@ class Served:
 
 @pytest.fixture
 def served(tmp_path):
-    server = Served(str(tmp_path / "lahar.db"))
+    server = Served(str(tmp_path / "lahar.db"), str(tmp_path / "home"))
     yield server
     stop(server.proc)
 
@@ -97,22 +99,22 @@ def test_usage_is_charged_to_the_queue_and_survives_a_restart(served):
     assert max(v for _, v in series["resources"]["cpu"]["team-a"]) == 4.0
     assert series["hourly"]["cpu"]["team-a"][0][1] > 0
 
-    table = cli(base, "usage", "--queue", "team-a")
+    table = cli(served, "usage", "--queue", "team-a")
     assert table.returncode == 0, table.stderr
     header, line = table.stdout.splitlines()[:2]
     assert header.split()[:6] == ["Queue", "User", "Jobs", "Wait(mean)", "Wait(max)", "Run"]
     assert line.split()[:3] == ["team-a", "-", "1"]
-    csv = cli(base, "usage", "--since", "1h", "-o", "csv")
+    csv = cli(served, "usage", "--since", "1h", "-o", "csv")
     assert csv.stdout.splitlines()[0].startswith("queue,user,jobs,wait_mean_s,wait_max_s,run_s,cpu_seconds")
     assert csv.stdout.splitlines()[1].startswith("team-a,-,1,")
-    before = json.loads(cli(base, "usage", "-o", "json").stdout)["items"]
+    before = json.loads(cli(served, "usage", "-o", "json").stdout)["items"]
 
     served.restart()
-    after = json.loads(cli(base, "usage", "-o", "json").stdout)["items"]
+    after = json.loads(cli(served, "usage", "-o", "json").stdout)["items"]
     assert [(r["queue"], r["user"], r["jobs"]) for r in after] == [(r["queue"], r["user"], r["jobs"]) for r in before]
     assert after[0]["usage"]["cpu"] == pytest.approx(before[0]["usage"]["cpu"], abs=0.01)
 
-    bad = cli(base, "usage", "--since", "yesterday")
+    bad = cli(served, "usage", "--since", "yesterday")
     assert bad.returncode == 1 and 'since: "yesterday" is not a duration' in bad.stderr
 
 
