@@ -26,7 +26,7 @@ from loadgen import Load, ServerProcess, check_acknowledged, check_allocations_s
 
 from lahar.store import SqliteStore
 
-CLIENTS, SECONDS = 40, 12.0
+CLIENTS, SECONDS = 40, 10.0
 
 
 def test_kill_minus_nine_under_load_then_restart_loses_nothing(tmp_path):
@@ -106,22 +106,16 @@ def overwritten_in_the_middle(path: Path) -> None:
         f.write(os.urandom(4 * 4096))
 
 
-def header_overwritten(path: Path) -> None:
-    with path.open("r+b") as f:
-        f.write(b"this is not SQLite")
-
-
 def emptied(path: Path) -> None:
     path.write_bytes(b"")
 
 
-DAMAGE = [garbage, truncated_to_half, truncated_to_one_page, overwritten_in_the_middle, header_overwritten, emptied]
+DAMAGE = [garbage, truncated_to_half, truncated_to_one_page, overwritten_in_the_middle, emptied]
 EXPECTED = {
     garbage: "damaged or is not a database",
     truncated_to_half: "damaged",
     truncated_to_one_page: "damaged",
     overwritten_in_the_middle: "damaged",
-    header_overwritten: "damaged or is not a database",
     emptied: "the file is empty (0 bytes)",
 }
 
