@@ -283,3 +283,35 @@ def test_a_deposed_leader_writes_nothing_and_the_other_server_goes_on(pg_cluster
         for server in (first, second):
             server.loop.leadership.stop()
             server.store.close()
+
+
+def test_servers_starting_together_on_an_empty_database_all_start(pg_cluster, request):
+    """Each races the others to create the built-in queues (root, then default)."""
+    from lahar.scheduler.framework.config import default_config_text, load_config
+    from lahar.server.main import build_server
+    from lahar.store import PostgresStore
+
+    url = pg_cluster.url(pg_cluster.create_database(request.node.name))
+    conf = load_config(default_config_text())
+    stores = [PostgresStore(url) for _ in range(4)]
+    built, errors = [], []
+    barrier = threading.Barrier(len(stores))
+
+    def start(store) -> None:
+        barrier.wait()
+        try:
+            built.append(build_server(store, conf, auth=False))
+        except Exception as exc:  # noqa: BLE001
+            errors.append(exc)
+
+    threads = [threading.Thread(target=start, args=(s,)) for s in stores]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    try:
+        assert errors == [] and len(built) == len(stores)
+        assert sorted(q["metadata"]["name"] for q in stores[0].list("Queue")[0]) == ["default", "root"]
+    finally:
+        for store in stores:
+            store.close()

@@ -39,10 +39,7 @@ class Server:
 def build_server(store: Any, conf: SchedulerConf, period: float = 1.0, auth: bool = True, home: Path | None = None) -> Server:
     """Wire the parts. With ``auth`` a store without tokens gets an admin token, written to
     ``home/token`` (default ``$LAHAR_HOME``, ``~/.lahar``); ``admin_token_path`` says where."""
-    try:
-        service = ApiService(store)
-    except AlreadyExists:  # another server created the built-in queues at the same moment
-        service = ApiService(store)
+    service = _service(store)
     metrics = QueueMetrics()
 
     def make_loop() -> ControlLoop:
@@ -55,6 +52,18 @@ def build_server(store: Any, conf: SchedulerConf, period: float = 1.0, auth: boo
     app = create_app(service, loop, metrics.text, tokens)
     install_routes(app, loop)
     return Server(store, service, loop, metrics, app, tokens, written)
+
+
+def _service(store: Any, attempts: int = 5) -> ApiService:
+    """The service; servers starting together on an empty shared database race to create the
+    built-in queues (root, then default): the one that loses a race looks again."""
+    for attempt in range(attempts):
+        try:
+            return ApiService(store)
+        except AlreadyExists:
+            if attempt == attempts - 1:
+                raise
+    raise AssertionError("unreachable")
 
 
 def serve(server: Server, host: str, port: int, log_level: str = "info") -> None:
