@@ -203,3 +203,20 @@ def test_a_node_capacity_change_through_put_is_kept(server):
     stored["status"]["allocatable"]["cpu"] = "16"
     assert c.put(f"{NODES}/n1", json=stored).status_code == 200
     assert c.get(f"{NODES}/n1").json()["status"]["allocatable"]["cpu"] == "16"
+
+
+def test_a_vcjob_status_follows_its_podgroup(server):
+    c = server.client
+    c.post(NODES, json=node("n1", cpu="4"))
+    assert c.post(JOBS, json=job("counted", replicas=2, **{"lahar.dev/duration": "1m"})).status_code == 201
+    assert c.post(JOBS, json=job("blocked", cpu="8")).status_code == 201
+    server.loop.tick()
+    server.loop.tick()
+    status = c.get(f"{JOBS}/counted").json()["status"]
+    assert (status["state"]["phase"], status["running"], status["pending"]) == ("Running", 2, 0)
+    assert c.get(f"{JOBS}/blocked").json()["status"]["state"]["phase"] == "Pending"
+    server.clock.advance(61)
+    server.loop.tick()
+    server.loop.tick()
+    status = c.get(f"{JOBS}/counted").json()["status"]
+    assert (status["state"]["phase"], status["running"], status["succeeded"]) == ("Completed", 0, 2)

@@ -238,6 +238,23 @@ class World:
                     outcome.failed,
                 )
                 self._store(updated)
+            job = self.jobs.get(uid)
+            if job is not None:
+                self._job_status(job, outcome)
+
+    def _job_status(self, job: Job, outcome: Any) -> None:
+        """A vcjob's status follows its podgroup: phase and pod counts (as ``vcctl job list`` shows)."""
+        phase = {"Inqueue": "Pending", "Unknown": "Pending"}.get(outcome.phase, outcome.phase) or "Pending"
+        counts = (outcome.running, outcome.succeeded, outcome.failed)
+        pending = max(0, job.total_replicas - sum(counts))
+        status = job.status
+        if (status.state or {}).get("phase") == phase and (status.running, status.succeeded, status.failed, status.pending) == (*counts, pending):
+            return
+        updated = job.model_copy(deep=True)
+        updated.status.state = {"phase": phase}
+        updated.status.running, updated.status.succeeded, updated.status.failed = counts
+        updated.status.pending = pending
+        self._store(updated)
 
 
 def _duration(pod: Pod) -> float | None:
