@@ -31,7 +31,7 @@ import time
 from typing import Any, Callable
 
 from lahar.controller.queue import QueueEvent, apply_action
-from lahar.errors import Conflict, LaharError, NotFound
+from lahar.errors import AlreadyExists, Conflict, LaharError, NotFound
 from lahar.model.base import ApiObject
 from lahar.model.cluster import Command
 from lahar.model.manifest import KINDS
@@ -98,10 +98,17 @@ class StoreWorld(World):
         """Write to the store, then take the stored object in (with its new resource version)."""
         body = obj.dump()
         body["metadata"].pop("resourceVersion", None)
-        try:
-            written = self.service.update_status(body)
-        except NotFound:
-            written = self.service.store.create(body)
+        table = next((t for kind, t in self._tables().items() if isinstance(obj, kind)), None)
+        if table is not None and obj.key not in table:  # new here (a job's podgroup and pods): create first
+            try:
+                written = self.service.store.create(body)
+            except AlreadyExists:
+                written = self.service.update_status(body)
+        else:
+            try:
+                written = self.service.update_status(body)
+            except NotFound:
+                written = self.service.store.create(body)
         self._ingest_document(obj.kind, written)
 
     def _apply_queue_changes(self, queues, events, now: float) -> None:
