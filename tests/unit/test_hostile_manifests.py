@@ -114,12 +114,14 @@ def test_lahar_apply_refuses_a_bomb_before_sending_anything(tmp_path):
     # nothing listens on this address: reaching the server would be exit code 3, not 1
     result = CliRunner().invoke(app, ["apply", "-f", str(bomb), "--server", "http://127.0.0.1:9"], prog_name="lahar")
     assert result.exit_code == 1, result.output
-    assert "aliases would expand the document by more than 100000 nodes" in result.stderr
+    assert f"error: {bomb}: line 11: aliases would expand the document by more than 100000 nodes" in result.stderr
     assert "Traceback" not in result.output
     deep = tmp_path / "deep.json"
     deep.write_text(deep_json(20_000))
     result = CliRunner().invoke(app, ["apply", "-f", str(deep), "--server", "http://127.0.0.1:9"], prog_name="lahar")
-    assert result.exit_code == 1 and f"nested deeper than {MAX_DEPTH} levels" in result.stderr
+    assert result.exit_code == 1 and f"error: {deep}: line 1, column {6 * MAX_DEPTH + 1}: nested deeper than {MAX_DEPTH} levels" in result.stderr
+    job = CliRunner().invoke(app, ["job", "run", "-f", str(bomb), "--server", "http://127.0.0.1:9"], prog_name="lahar")
+    assert job.exit_code == 1 and f"error: {bomb}: line 11: aliases would expand" in job.stderr
 
 
 def test_a_real_process_stays_small_on_a_bomb(tmp_path):

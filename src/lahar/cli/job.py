@@ -67,7 +67,7 @@ def _jobs_from_file(filename: str) -> list[dict]:
         text = Path(filename).read_text(encoding="utf-8")
     else:
         raise BadRequest(f"{filename}: no such file")
-    documents = load_documents(text)
+    documents = load_documents(text, filename if filename != "-" else "stdin")
     if not documents:
         raise BadRequest(f"{filename}: no documents")
     jobs = []

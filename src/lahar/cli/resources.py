@@ -65,7 +65,7 @@ def _read_manifests(filenames: list[str]) -> list[dict]:
             text = Path(filename).read_text(encoding="utf-8")
         else:
             raise BadRequest(f"{filename}: no such file")
-        for i, document in enumerate(load_documents(text)):
+        for i, document in enumerate(load_documents(text, filename if filename != "-" else "stdin")):
             obj = parse_object(document, f"{filename}#{i + 1}")
             if obj.kind not in ROUTES:
                 raise BadRequest(f"{filename}#{i + 1}: kind {obj.kind} is not kept by the server (give it to lahar server --config)")
