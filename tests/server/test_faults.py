@@ -164,3 +164,19 @@ def test_a_locked_database_stops_the_server_with_a_clear_error(tmp_path, pristin
     assert waited < 40
     with sqlite3.connect(db) as conn:  # untouched: every object is still there
         assert conn.execute("SELECT count(*) FROM objects WHERE kind = 'Node'").fetchone()[0] == 300
+
+
+def test_a_second_server_on_the_same_sqlite_file_is_refused(tmp_path):
+    """Two control loops on one file could bind a task twice: the second server does not start."""
+    first = ServerProcess(tmp_path / "lahar.db", tmp_path / "home", free_port(), auth=False)
+    first.start()
+    try:
+        result = start_server(tmp_path / "lahar.db", tmp_path / "home2")
+        assert result.returncode == 1, result.stderr[-2000:]
+        assert f"another lahar server (pid {first.process.pid}) is using this database" in result.stderr
+        assert "run several servers on PostgreSQL" in result.stderr and "Traceback" not in result.stderr
+    finally:
+        first.kill9()
+    again = ServerProcess(tmp_path / "lahar.db", tmp_path / "home", free_port(), auth=False)
+    again.start()  # the kernel let go of the lease when the first one died
+    again.stop()

@@ -41,6 +41,13 @@ def server(
         raise BadRequest(f"--no-auth is only allowed on a loopback address, not --host {host}")
     conf = resolve_config(config, [])
     store = open_store(db or str(default_db_path()))
+    from lahar.server.leader import file_lease_for
+
+    try:
+        lease = file_lease_for(store)  # one server per SQLite file
+    except Exception:
+        store.close()
+        raise
     built = build_server(store, conf, seconds, auth=not no_auth)
     if built.admin_token_path is not None:
         typer.echo(f"created the admin token; it is in {built.admin_token_path} (mode 0600), where the lahar CLI finds it", err=True)
@@ -50,7 +57,11 @@ def server(
 
     shown = public_url(db) if db and is_postgres_url(db) else (db or default_db_path())
     typer.echo(f"lahar server listening on http://{host}:{port} (database: {shown}); dashboard: http://{host}:{port}/ui/", err=True)
-    serve(built, host, port)
+    try:
+        serve(built, host, port)
+    finally:
+        if lease is not None:
+            lease.release()
 
 
 def _load_demo(service) -> None:

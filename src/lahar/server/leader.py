@@ -28,9 +28,11 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from pathlib import Path
 from typing import Any, Callable
 
 from lahar.errors import LaharError
+from lahar.store.base import StoreError
 
 __all__ = ["LOCK_KEY", "AdvisoryLeadership", "LeaderLoop", "install_routes", "leadership_for"]
 
@@ -215,3 +217,41 @@ def install_routes(app: Any, loop: Any) -> None:
             "term": leadership.term if leadership.is_leader() else None,
             "since": leadership.since,
         }
+
+
+class FileLease:
+    """One server per SQLite file: an exclusive ``flock`` on ``<database>.server.lock``, held for
+    the life of the process (the kernel lets go when it dies, even by kill -9). A second server
+    on the same file would run a second control loop: it is refused at start instead."""
+
+    def __init__(self, database: Path) -> None:
+        import fcntl
+        import os
+
+        self.path = Path(f"{database}.server.lock")
+        self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            holder = os.pread(self._fd, 64, 0).decode(errors="replace").strip() or "another process"
+            os.close(self._fd)
+            raise StoreError(
+                f"{database}: another lahar server ({holder}) is using this database; stop it first, "
+                "or run several servers on PostgreSQL (docs/operations.md)"
+            ) from None
+        os.ftruncate(self._fd, 0)
+        os.pwrite(self._fd, f"pid {os.getpid()}".encode(), 0)
+
+    def release(self) -> None:
+        import os
+
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
+
+
+def file_lease_for(store: Any) -> FileLease | None:
+    """The lease a SQLite-backed server must hold; None for other stores."""
+    from lahar.store.sqlite import SqliteStore
+
+    return FileLease(store.path) if isinstance(store, SqliteStore) else None
