@@ -220,3 +220,20 @@ def test_a_vcjob_status_follows_its_podgroup(server):
     server.loop.tick()
     status = c.get(f"{JOBS}/counted").json()["status"]
     assert (status["state"]["phase"], status["running"], status["succeeded"]) == ("Completed", 0, 2)
+
+
+def test_merge_patch_changes_only_the_fields_sent(server):
+    c = server.client
+    c.post(Q, json=queue("pq", weight=2, capability={"cpu": "8"}))
+    server.loop.tick()  # the loop writes the queue's status: the version moves on
+    patched = c.patch(f"{Q}/pq", json={"spec": {"weight": 5}}, headers={"Content-Type": "application/merge-patch+json"})
+    assert patched.status_code == 200, patched.text
+    stored = c.get(f"{Q}/pq").json()
+    assert stored["spec"]["weight"] == 5 and stored["spec"]["capability"] == {"cpu": "8"}
+    assert c.patch(f"{Q}/pq", json={"spec": {"capability": None}}).json()["spec"].get("capability") is None
+    invalid = c.patch(f"{Q}/pq", json={"spec": {"weight": 0}})
+    assert invalid.status_code == 422 and "spec.weight" in invalid.json()["message"]
+    stale = c.patch(f"{Q}/pq", json={"metadata": {"resourceVersion": "1"}, "spec": {"weight": 3}})
+    assert stale.status_code == 409
+    assert c.patch(f"{Q}/pq", json={"metadata": {"name": "other"}}).status_code == 400
+    assert c.patch(f"{Q}/nope", json={"spec": {"weight": 3}}).status_code == 404

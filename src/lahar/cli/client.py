@@ -194,6 +194,10 @@ class LaharClient:
         ns = namespace or meta.get("namespace") or "default"
         return self.request("PUT", ROUTES[kind].path(ns, meta["name"]), document)
 
+    def patch(self, kind: str, name: str, patch: dict, namespace: str | None = None) -> dict:
+        """A JSON merge patch: only the fields given change, on the object as stored now."""
+        return self.request("PATCH", ROUTES[kind].path(namespace or "default", name), patch)
+
     def delete(self, kind: str, name: str, namespace: str | None = None) -> dict:
         return self.request("DELETE", ROUTES[kind].path(namespace or "default", name))
 

@@ -178,14 +178,16 @@ def update(
     if not changes:
         raise typer.BadParameter("nothing to update: give at least one of -w, --capability, --deserved, --guarantee, --parent, --state, --reclaimable, --priority")
     client = connect(server, token)
-    queue = client.get("Queue", name)
-    spec = queue.setdefault("spec", {})
+    spec = client.get("Queue", name).get("spec") or {}
+    patch: dict = {}
     for key, value in changes.items():
         if value in ({}, {"resource": {}}):
-            spec.pop(key, None)
+            patch[key] = None
+        elif isinstance(value, dict) and isinstance(spec.get(key), dict):  # the flag gives the whole map
+            patch[key] = {**{k: None for k in spec[key] if k not in value}, **value}
         else:
-            spec[key] = value
-    updated = client.replace(queue)
+            patch[key] = value
+    updated = client.patch("Queue", name, {"spec": patch})  # no version: the loop's status writes cannot make it stale
     typer.echo(f"queue/{name} updated (state {_state(updated)})")
 
 
@@ -219,8 +221,7 @@ def operate(
     client = connect(server, token)
     before = client.get("Queue", name)
     if action is Action.update:
-        before.setdefault("spec", {})["weight"] = weight
-        client.replace(before)
+        client.patch("Queue", name, {"spec": {"weight": weight}})
         typer.echo(f"queue/{name}: weight {weight}")
         return
     answer = client.queue_action(name, action.value)

@@ -173,6 +173,11 @@ def _add_resource_routes(app: FastAPI, service: ApiService, resource: Resource) 
         meta["name"] = name
         return service.update(body, namespace, who=_who(request))
 
+    def patch_object(request: Request, name: str, namespace: str | None = None, body: dict = Body(...)) -> dict:
+        """JSON merge patch (RFC 7386): only the fields sent change; null removes one. Without
+        metadata.resourceVersion in the patch it applies to the object as stored now."""
+        return service.patch(resource.kind, key(namespace, name), body, who=_who(request))
+
     def delete_object(request: Request, name: str, namespace: str | None = None) -> dict:
         return service.delete(resource.kind, key(namespace, name), who=_who(request))
 
@@ -180,6 +185,7 @@ def _add_resource_routes(app: FastAPI, service: ApiService, resource: Resource) 
     app.post(base, tags=tag, summary=f"Create a {resource.kind}", status_code=201)(create_object)
     app.get(f"{base}/{{name}}", tags=tag, summary=f"Read a {resource.kind}")(get_object)
     app.put(f"{base}/{{name}}", tags=tag, summary=f"Replace a {resource.kind}")(replace_object)
+    app.patch(f"{base}/{{name}}", tags=tag, summary=f"Change fields of a {resource.kind} (JSON merge patch)")(patch_object)
     app.delete(f"{base}/{{name}}", tags=tag, summary=f"Delete a {resource.kind}")(delete_object)
     if resource.namespaced:
         def list_all(request: Request, labelSelector: str | None = Query(None)) -> dict:

@@ -96,9 +96,7 @@ function queueActions(q, errorBox) {
     clear();
     try {
       const path = `/apis/scheduling.volcano.sh/v1beta1/queues/${encodeURIComponent(q.name)}`;
-      const stored = await api("GET", path);
-      stored.spec.weight = Number(weight.value);
-      await api("PUT", path, stored);
+      await api("PATCH", path, { spec: { weight: Number(weight.value) } });  // merge patch: no stale version
       await refresh();
     } catch (e) { fail(e); }
   };
