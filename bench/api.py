@@ -1,0 +1,174 @@
+"""End to end through the HTTP API: submit single-pod jobs from concurrent clients, wait until bound.
+
+    python bench/api.py --jobs 10000 --clients 16
+    python bench/api.py --jobs 10000 --db postgresql://user@host/lahar   # another store
+
+Starts a real ``lahar server`` subprocess on loopback (``--no-auth``) over a fresh SQLite file in a
+temporary folder (or the given ``--db`` URL), creates enough nodes for every pod and one queue,
+then ``--clients`` threads each POST their share of one-task vcjobs (one pod each). The clock
+runs from the first submit until the server's ``lahar_binds_total`` reaches ``--jobs``; a pod
+list afterwards confirms how many pods carry a node. Prints one JSON line: pods bound per second
+end to end, p50/p99 submit latency, submit and total seconds, and the server process's CPU seconds
+(per job too: the figure to compare on a busy machine, where wall time depends on the neighbours).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import httpx
+
+API = "/apis/batch.volcano.sh/v1alpha1/namespaces/default/jobs"
+PODS = "/api/v1/namespaces/default/pods"
+QUEUES = "/apis/scheduling.volcano.sh/v1beta1/queues"
+NODES = "/api/v1/nodes"
+NODE_PODS = 110
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def start_server(db: str, home: Path, port: int, period: str) -> subprocess.Popen:
+    command = [sys.executable, "-m", "lahar.cli.main", "server", "--db", db, "--port", str(port), "--period", period, "--no-auth"]
+    log = (home / "server.log").open("w")
+    process = subprocess.Popen(command, env={**os.environ, "LAHAR_HOME": str(home)}, stdout=log, stderr=subprocess.STDOUT)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and process.poll() is None:
+        try:
+            if httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=1).status_code == 200:
+                return process
+        except httpx.HTTPError:
+            time.sleep(0.1)
+    process.kill()
+    sys.exit("server did not start:\n" + (home / "server.log").read_text()[-2000:])
+
+
+def seed(client: httpx.Client, jobs: int) -> None:
+    for i in range(jobs // NODE_PODS + 2):
+        node = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": f"bench-{i:04d}"}, "status": {"allocatable": {"cpu": "64", "memory": "256Gi", "pods": str(NODE_PODS)}}}
+        client.post(NODES, json=node).raise_for_status()
+    queue = {"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue", "metadata": {"name": "bench"}, "spec": {"weight": 1}}
+    client.post(QUEUES, json=queue).raise_for_status()
+
+
+def job(name: str) -> dict:
+    container = {"name": "main", "image": "busybox", "resources": {"requests": {"cpu": "100m", "memory": "128Mi"}}}
+    task = {"name": "worker", "replicas": 1, "template": {"spec": {"containers": [container]}}}
+    return {"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job", "metadata": {"name": name}, "spec": {"queue": "bench", "minAvailable": 1, "tasks": [task]}}
+
+
+def cpu_seconds(pid: int) -> float | None:
+    """User + system CPU seconds of a process so far (Linux ``/proc``; None elsewhere)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def binds(client: httpx.Client) -> int:
+    for line in client.get("/metrics").text.splitlines():
+        if line.startswith("lahar_binds_total "):
+            return int(float(line.split()[1]))
+    return 0
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--jobs", type=int, default=10000)
+    parser.add_argument("--clients", type=int, default=16)
+    parser.add_argument("--db", default=None, help="store URL (default: a fresh SQLite file in a temporary folder)")
+    parser.add_argument("--period", default="0.2s", help="the server's scheduling period")
+    parser.add_argument("--timeout", type=float, default=600.0)
+    args = parser.parse_args()
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # stop the server on the way out
+    with tempfile.TemporaryDirectory(prefix="lahar-bench-") as tmp:
+        home = Path(tmp)
+        port = free_port()
+        server = start_server(args.db or str(home / "lahar.db"), home, port, args.period)
+        url = f"http://127.0.0.1:{port}"
+        try:
+            with httpx.Client(base_url=url, timeout=60) as c:
+                seed(c, args.jobs)
+            latencies: list[float] = []
+            failures: list[str] = []
+            lock = threading.Lock()
+
+            def client(index: int) -> None:
+                mine, bad = [], []
+                with httpx.Client(base_url=url, timeout=60) as c:
+                    for n in range(index, args.jobs, args.clients):
+                        t = time.perf_counter()
+                        r = c.post(API, json=job(f"j{n:06d}"))
+                        mine.append(time.perf_counter() - t)
+                        if r.status_code != 201:
+                            bad.append(f"{r.status_code} {r.text[:200]}")
+                with lock:
+                    latencies.extend(mine)
+                    failures.extend(bad)
+
+            threads = [threading.Thread(target=client, args=(i,)) for i in range(args.clients)]
+            cpu_before = cpu_seconds(server.pid)
+            start = time.perf_counter()
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+            submitted = time.perf_counter() - start
+            with httpx.Client(base_url=url, timeout=120) as c:
+                deadline = start + args.timeout
+                done = binds(c)
+                while done < args.jobs - len(failures) and time.perf_counter() < deadline:
+                    time.sleep(0.05)
+                    done = binds(c)
+                total = time.perf_counter() - start
+                cpu_after = cpu_seconds(server.pid)
+                pods = c.get(PODS).json()["items"]
+            bound = sum(1 for p in pods if (p.get("spec") or {}).get("nodeName"))
+            latencies.sort()
+            print(
+                json.dumps(
+                    {
+                        "bench": "api",
+                        "store": "sqlite" if args.db is None else args.db.split(":", 1)[0],
+                        "jobs": args.jobs,
+                        "clients": args.clients,
+                        "failed_submits": len(failures),
+                        "pods_bound": bound,
+                        "pods_bound_per_second": round(bound / total, 1),
+                        "submits_per_second": round(len(latencies) / submitted, 1),
+                        "submit_p50_ms": round(1000 * statistics.median(latencies), 1) if latencies else None,
+                        "submit_p99_ms": round(1000 * latencies[int(0.99 * (len(latencies) - 1))], 1) if latencies else None,
+                        "submit_seconds": round(submitted, 2),
+                        "total_seconds": round(total, 2),
+                        "server_cpu_seconds": round(cpu_after - cpu_before, 2) if cpu_before is not None and cpu_after is not None else None,
+                        "server_cpu_ms_per_job": round(1000 * (cpu_after - cpu_before) / args.jobs, 2) if cpu_before is not None and cpu_after is not None else None,
+                    }
+                )
+            )
+            if failures:
+                print("first failures: " + "; ".join(failures[:3]), file=sys.stderr)
+        finally:
+            server.terminate()
+            try:
+                server.wait(15)
+            except subprocess.TimeoutExpired:
+                server.kill()
+
+
+if __name__ == "__main__":
+    main()
