@@ -266,7 +266,10 @@ class ControlLoop:
             except Exception:  # noqa: BLE001 - the loop must survive one bad tick
                 self.errors += 1
                 log.exception("control loop tick failed")
-            self._stop.wait(max(0.0, self.period - (time.monotonic() - started)))
+            elapsed = time.monotonic() - started
+            # A tick holds the service lock throughout; one longer than the period must still leave
+            # the requests waiting for that lock as much time (up to a period), or they starve.
+            self._stop.wait(max(self.period - elapsed, min(elapsed, self.period)))
 
 
 def pending_reason(group: PodGroup) -> dict[str, Any] | None:
