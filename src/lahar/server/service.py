@@ -18,7 +18,7 @@ from typing import Any, Iterable
 from lahar.admission import admit_create, admit_delete, admit_update
 from lahar.admission.view import LiveView
 from lahar.controller.queue import Changes, QueueEvent, apply_action, descendants
-from lahar.errors import BadRequest, FieldError, Forbidden, Invalid, NotFound
+from lahar.errors import AlreadyExists, BadRequest, FieldError, Forbidden, Invalid, NotFound
 from lahar.model.base import ApiObject
 from lahar.model.job import JOB_NAME
 from lahar.model.manifest import KINDS, parse_object
@@ -223,19 +223,24 @@ class ApiService:
             return
         meta = obj.get("metadata") or {}
         name = f"{meta.get('namespace')}/{meta.get('name')}" if meta.get("namespace") else meta.get("name")
-        self.store.create(
-            {
-                "apiVersion": "lahar.dev/v1alpha1",
-                "kind": EVENT_KIND,
-                "metadata": {"generateName": "audit-"},
-                "involvedObject": {"kind": obj.get("kind"), "name": name},
-                "type": "Audit",
-                "reason": verb,
-                "message": f"{who.describe() if who else 'anonymous (authentication off)'} {verb} {obj.get('kind')} {name}",
-                "user": who.user if who else None,
-                "timestamp": self.clock(),
-            }
-        )
+        event = {
+            "apiVersion": "lahar.dev/v1alpha1",
+            "kind": EVENT_KIND,
+            "metadata": {"generateName": "audit-"},
+            "involvedObject": {"kind": obj.get("kind"), "name": name},
+            "type": "Audit",
+            "reason": verb,
+            "message": f"{who.describe() if who else 'anonymous (authentication off)'} {verb} {obj.get('kind')} {name}",
+            "user": who.user if who else None,
+            "timestamp": self.clock(),
+        }
+        for attempt in range(4):  # a generated name can collide (5 random characters; ~3 per 20,000 events): draw again
+            try:
+                self.store.create(event)
+                return
+            except AlreadyExists:
+                if attempt == 3:
+                    raise
 
     # ----------------------------------------------------------------- helpers
 
