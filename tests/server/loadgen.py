@@ -178,8 +178,10 @@ class Ledger:
 
     def doubt(self, mark: str) -> None:
         """``mark`` is about to be sent: in doubt until answered (``Kind/name``, ``-Kind/name``)."""
+        # a mark already in doubt (an earlier request for it went unanswered) stays in doubt even
+        # if this attempt never reaches the server: the earlier one may have been carried out
+        self.current = "" if mark in self.maybe else mark
         self.maybe.add(mark)
-        self.current = mark
 
 
 class Load:
