@@ -18,6 +18,7 @@ def server(
     config: Optional[str] = typer.Option(None, "--config", "-c", help="Scheduler configuration file or bundled name (default, capacity, capacity-hierarchy, volcano)."),
     demo: bool = typer.Option(False, "--demo", help="Load a demo cluster (nodes, queues, jobs) into an empty database."),
     no_auth: bool = typer.Option(False, "--no-auth", help="Accept requests without a token (only on a loopback address)."),
+    runtime: str = typer.Option("simulated", "--runtime", help="simulated: a task ends lahar.dev/duration after it starts; local: each task's container command runs as a process on this machine (logs in ~/.lahar/logs)."),
 ) -> None:
     """Start the Lahar server: HTTP API, durable store, controllers and the scheduler.
 
@@ -39,6 +40,10 @@ def server(
 
     if no_auth and not is_loopback(host):
         raise BadRequest(f"--no-auth is only allowed on a loopback address, not --host {host}")
+    from lahar.server.runtime import RUNTIMES
+
+    if runtime not in RUNTIMES:
+        raise BadRequest(f'--runtime: Unsupported value: "{runtime}": supported values: {", ".join(RUNTIMES)}')
     conf = resolve_config(config, [])
     store = open_store(db or str(default_db_path()))
     from lahar.server.leader import file_lease_for
@@ -48,7 +53,7 @@ def server(
     except Exception:
         store.close()
         raise
-    built = build_server(store, conf, seconds, auth=not no_auth)
+    built = build_server(store, conf, seconds, auth=not no_auth, runtime=runtime)
     if built.admin_token_path is not None:
         typer.echo(f"created the admin token; it is in {built.admin_token_path} (mode 0600), where the lahar CLI finds it", err=True)
     if demo:

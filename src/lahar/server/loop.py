@@ -201,9 +201,11 @@ class ControlLoop:
         period: float = 1.0,
         clock: Callable[[], float] = time.time,
         on_cycle: Callable[[CycleResult, float, dict], None] | None = None,
+        runtime: Any = None,
     ) -> None:
         self.service, self.conf, self.period, self.clock = service, conf, period, clock
         self.on_cycle = on_cycle
+        self.runtime = runtime  # None: the simulated runtime; else e.g. server.runtime.LocalRuntime
         self.world = StoreWorld(service)
         self.usage = UsageHistory(service.store)
         self.usage.start(self.world)
@@ -222,12 +224,16 @@ class ControlLoop:
             world.reconcile_all()
             world.run_commands(now)
             world.complete_due(now)
+            if self.runtime is not None:
+                self.runtime.step(world)  # exited processes end their tasks before the cycle
             world.refresh_queues(now)
             self.cycles += 1
             started = time.perf_counter()
             result = run_cycle(world.cache, self.conf, now, uid=f"cycle-{self.cycles}")
             seconds = time.perf_counter() - started
             world.apply(result, now)
+            if self.runtime is not None:
+                self.runtime.step(world)  # bound tasks start, evicted ones are stopped
             world.event_log.decisions(result.decisions, lambda job: getattr(result.jobs.get(job), "queue", None), now)
             world.write_reasons(result, now)
             world.write_allocations(result)
@@ -249,6 +255,8 @@ class ControlLoop:
         self._stop.set()
         if self._thread is not None:
             self._thread.join(timeout)
+        if self.runtime is not None:
+            self.runtime.stop_all()
         try:
             with self.service.lock, self.service.store.batch():
                 self.usage.flush()

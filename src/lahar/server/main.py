@@ -19,6 +19,7 @@ from lahar.server.auth import TokenStore, bootstrap_admin_token
 from lahar.server.leader import LeaderLoop, install_routes, leadership_for
 from lahar.server.loop import ControlLoop
 from lahar.server.metrics import QueueMetrics
+from lahar.server.runtime import LocalRuntime
 from lahar.server.service import ApiService
 from lahar.store import lahar_home
 
@@ -36,14 +37,19 @@ class Server:
     admin_token_path: Path | None = None
 
 
-def build_server(store: Any, conf: SchedulerConf, period: float = 1.0, auth: bool = True, home: Path | None = None) -> Server:
+def build_server(
+    store: Any, conf: SchedulerConf, period: float = 1.0, auth: bool = True, home: Path | None = None, runtime: str = "simulated"
+) -> Server:
     """Wire the parts. With ``auth`` a store without tokens gets an admin token, written to
-    ``home/token`` (default ``$LAHAR_HOME``, ``~/.lahar``); ``admin_token_path`` says where."""
+    ``home/token`` (default ``$LAHAR_HOME``, ``~/.lahar``); ``admin_token_path`` says where.
+    ``runtime``: ``simulated`` (tasks end after ``lahar.dev/duration``) or ``local`` (each task's
+    command runs as a process here, its output in ``home/logs``)."""
     service = _service(store)
     metrics = QueueMetrics()
 
     def make_loop() -> ControlLoop:
-        return ControlLoop(service, conf, period, on_cycle=metrics.observe_cycle)
+        tasks = LocalRuntime((home or lahar_home()) / "logs") if runtime == "local" else None
+        return ControlLoop(service, conf, period, on_cycle=metrics.observe_cycle, runtime=tasks)
 
     leadership = leadership_for(store)
     loop: Any = make_loop() if leadership is None else LeaderLoop(make_loop, leadership)
