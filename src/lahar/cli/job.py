@@ -18,7 +18,7 @@ from typing import List, Optional
 import typer
 
 from lahar.cli.client import LaharClient, ServerOption, TokenOption, connect
-from lahar.cli.output import OUTPUT_HELP, Output, age, emit, emit_document, reports_errors, resource_text, table
+from lahar.cli.output import OUTPUT_HELP, Output, age, emit, emit_document, manifest_documents, reports_errors, resource_text, table
 from lahar.cli.queue import complete_queue, parse_resources
 from lahar.errors import BadRequest
 
@@ -56,18 +56,9 @@ def quick_job(name: str, namespace: str, queue: Optional[str], replicas: int, mi
 
 def _jobs_from_file(filename: str) -> list[dict]:
     """Every vcjob document in a file (``-`` is standard input), checked for shape locally."""
-    import sys
-    from pathlib import Path
+    from lahar.model.manifest import parse_object
 
-    from lahar.model.manifest import load_documents, parse_object
-
-    if filename == "-":
-        text = sys.stdin.read()
-    elif Path(filename).is_file():
-        text = Path(filename).read_text(encoding="utf-8")
-    else:
-        raise BadRequest(f"{filename}: no such file")
-    documents = load_documents(text, filename if filename != "-" else "stdin")
+    documents = manifest_documents(filename)
     if not documents:
         raise BadRequest(f"{filename}: no documents")
     jobs = []

@@ -208,3 +208,21 @@ def bar(allocated: float, deserved: float, capability: float | None, scale: floa
     if 0 < fair and chars[fair - 1] == FREE:
         chars[fair - 1] = DESERVED
     return "".join(chars)
+
+
+def manifest_documents(filename: str) -> list[Any]:
+    """The documents of a manifest file (``-``: standard input), each refused YAML or JSON
+    naming the file and line (``lahar.model.manifest.load_documents``)."""
+    import sys
+    from pathlib import Path
+
+    from lahar.errors import BadRequest
+    from lahar.model.manifest import load_documents
+
+    if filename == "-":
+        text = sys.stdin.read()
+    elif Path(filename).is_file():
+        text = Path(filename).read_text(encoding="utf-8")
+    else:
+        raise BadRequest(f"{filename}: no such file")
+    return load_documents(text, filename if filename != "-" else "stdin")

@@ -19,7 +19,7 @@ from typing import Any, Callable, List, Optional
 import typer
 
 from lahar.cli.client import EVENT_KIND, ROUTES, LaharClient, ServerOption, TokenOption, connect
-from lahar.cli.output import OUTPUT_HELP, Output, age, amount_text, emit, print_error, reports_errors, resource_text, table
+from lahar.cli.output import OUTPUT_HELP, Output, age, amount_text, emit, manifest_documents, print_error, reports_errors, resource_text, table
 from lahar.errors import BadRequest, LaharError
 
 __all__ = ["apply", "get", "delete", "resolve_kind", "apply_object", "KIND_NAMES"]
@@ -52,20 +52,11 @@ def _complete_kind(incomplete: str) -> list[str]:
 
 def _read_manifests(filenames: list[str]) -> list[dict]:
     """Every document of every file, checked for shape; raises before anything is sent."""
-    import sys
-    from pathlib import Path
-
-    from lahar.model.manifest import load_documents, parse_object
+    from lahar.model.manifest import parse_object
 
     documents = []
     for filename in filenames:
-        if filename == "-":
-            text = sys.stdin.read()
-        elif Path(filename).is_file():
-            text = Path(filename).read_text(encoding="utf-8")
-        else:
-            raise BadRequest(f"{filename}: no such file")
-        for i, document in enumerate(load_documents(text, filename if filename != "-" else "stdin")):
+        for i, document in enumerate(manifest_documents(filename)):
             obj = parse_object(document, f"{filename}#{i + 1}")
             if obj.kind not in ROUTES:
                 raise BadRequest(f"{filename}#{i + 1}: kind {obj.kind} is not kept by the server (give it to lahar server --config)")
