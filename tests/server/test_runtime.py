@@ -74,3 +74,44 @@ def test_a_missing_program_fails_the_task_with_the_reason_in_its_log(local, tmp_
     c.post(JOBS, json=command_job("typo", "no-such-program-here"))
     tick_until(local, lambda: phase(local, "typo-main-0") == "Failed")
     assert "cannot start 'no-such-program-here'" in (tmp_path / "logs" / "default" / "typo-main-0.err").read_text()
+
+
+def test_terminating_the_server_ends_its_task_processes(tmp_path):
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    import httpx
+    from loadgen import free_port
+
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    server = subprocess.Popen(
+        [sys.executable, "-m", "lahar.cli.main", "server", "--db", str(tmp_path / "lahar.db"), "--port", str(port), "--no-auth", "--runtime", "local", "--period", "0.2s"],
+        env={**os.environ, "LAHAR_HOME": str(tmp_path)}, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                if httpx.get(url + "/healthz", timeout=1).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                assert time.monotonic() < deadline and server.poll() is None, "server did not start"
+                time.sleep(0.2)
+        marker = tmp_path / "pid"
+        httpx.post(url + NODES, json=node("n1", cpu="4")).raise_for_status()
+        httpx.post(url + JOBS, json=command_job("sleeper", "sh", "-c", f"echo $$ > {marker}; exec sleep 120")).raise_for_status()
+        while not marker.exists() or not marker.read_text().strip():
+            assert time.monotonic() < deadline, "the task did not start"
+            time.sleep(0.2)
+        task = int(marker.read_text())
+        server.send_signal(signal.SIGTERM)
+        server.wait(20)
+        time.sleep(0.5)
+        with pytest.raises(ProcessLookupError):
+            os.kill(task, 0)
+    finally:
+        if server.poll() is None:
+            server.kill()

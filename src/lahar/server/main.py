@@ -76,9 +76,21 @@ def serve(server: Server, host: str, port: int, log_level: str = "info") -> None
     import uvicorn
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    stopped = False
+
+    def stop() -> None:
+        """Stop the loop (flushing usage, ending local task processes) and close the store, once.
+        Also a shutdown hook: uvicorn re-raises SIGTERM after its shutdown, so code after
+        ``uvicorn.run`` does not run when the server is terminated."""
+        nonlocal stopped
+        if not stopped:
+            stopped = True
+            server.loop.stop()
+            server.store.close()
+
+    server.app.router.on_shutdown.append(stop)
     server.loop.start()
     try:
         uvicorn.run(server.app, host=host, port=port, log_level=log_level, access_log=False)
     finally:
-        server.loop.stop()
-        server.store.close()
+        stop()
