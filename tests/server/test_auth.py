@@ -114,3 +114,28 @@ def test_a_watch_shows_a_user_only_what_a_list_shows_them(secured):
     assert names == ["alices-job"]
     everything = c.get(f"{JOBS}?watch=true&resourceVersion=0&timeoutSeconds=0.5", headers=bearer(admin)).text
     assert "admins-job" in everything and "alices-job" in everything
+
+
+def test_users_see_their_own_audit_events_and_only_their_queues_job_events(secured):
+    built, c, admin = secured
+    alice = c.post("/lahar/v1/tokens", json={"user": "alice", "groups": "ml"}, headers=bearer(admin)).json()["token"]
+    bob = c.post("/lahar/v1/tokens", json={"user": "bob"}, headers=bearer(admin)).json()["token"]
+    c.post(Q, json={"kind": "Queue", "metadata": {"name": "ml-q", "annotations": {"lahar.dev/submit-acl": "group:ml"}}}, headers=bearer(admin))
+    c.post(Q, json={"kind": "Queue", "metadata": {"name": "bobs", "annotations": {"lahar.dev/submit-acl": "bob"}}}, headers=bearer(admin))
+    c.post("/api/v1/nodes", json={"kind": "Node", "metadata": {"name": "n1"}, "status": {"allocatable": {"cpu": "8", "memory": "8Gi"}}}, headers=bearer(admin))
+    assert c.post(JOBS, json=job("secret-a", "ml-q"), headers=bearer(alice)).status_code == 201
+    assert c.post(JOBS, json=job("secret-b", "bobs"), headers=bearer(bob)).status_code == 201
+    built.loop.tick()
+    built.loop.tick()
+
+    def seen(token):
+        return c.get("/apis/lahar.dev/v1alpha1/events", headers=bearer(token)).json()["items"]
+
+    everything = seen(admin)
+    assert any((e["metadata"].get("labels") or {}).get("lahar.dev/job") == "secret-b" for e in everything)
+    for e in seen(alice):
+        labels = e["metadata"].get("labels") or {}
+        assert e["type"] != "Audit" or e["user"] == "alice", e
+        assert labels.get("lahar.dev/job") != "secret-b" and "secret-b" not in e.get("message", ""), e
+    assert any(e["type"] == "Audit" and e["user"] == "alice" for e in seen(alice))
+    assert any((e["metadata"].get("labels") or {}).get("lahar.dev/job") == "secret-b" for e in seen(bob))

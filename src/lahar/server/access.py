@@ -84,10 +84,29 @@ class Access:
             return True
         if obj.get("kind") in ("Token",):
             return False
+        if obj.get("kind") == "LaharEvent":
+            return self._may_read_event(who, obj)
         queue = queue_of(obj)
         if queue is None or self.owns(who, obj):
             return True
         return self.administers(who, queue)
+
+    def _may_read_event(self, who: Principal, event: dict) -> bool:
+        """Audit events: only one's own. Events about a queue's jobs: those who may submit to or
+        administer the queue (a team sees its queue's decisions). Queue state events: everyone."""
+        if event.get("type") == "Audit":
+            return event.get("user") == who.user
+        queue = ((event.get("metadata") or {}).get("labels") or {}).get("lahar.dev/queue")
+        if queue is None or not ((event.get("metadata") or {}).get("labels") or {}).get("lahar.dev/job"):
+            return True
+        return self.submits(who, queue) or self.administers(who, queue)
+
+    def submits(self, who: Principal, queue: str) -> bool:
+        try:
+            check_submit(who, queue, self.lookup)
+            return True
+        except Forbidden:
+            return False
 
     def administers(self, who: Principal, queue: str) -> bool:
         try:
