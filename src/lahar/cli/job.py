@@ -6,7 +6,7 @@ become the container's command). ``list`` adds what vcctl cannot show: a waiting
 position in its queue (pending and inqueue podgroups of the queue, in every namespace, by
 priority class value, highest first, then by creation time, then by name). ``why`` prints the
 structured pending reason the scheduler leaves on the job's podgroup. ``delete`` removes the
-job and what it created (its podgroup and pods), as Kubernetes' garbage collector would.
+job; the server deletes what it created (its podgroup and pods) with it.
 
 The job's name is ``-n`` (also ``-N``, vcctl's spelling); the namespace is ``--namespace``.
 """
@@ -22,7 +22,7 @@ from lahar.cli.output import OUTPUT_HELP, Output, age, emit, emit_document, mani
 from lahar.cli.queue import complete_queue, parse_resources
 from lahar.errors import BadRequest
 
-__all__ = ["app", "positions", "delete_job", "job_table", "quick_job"]
+__all__ = ["app", "positions", "job_table", "quick_job"]
 
 app = typer.Typer(
     help="Submit, list, inspect and delete vcjobs; ask why one waits.",
@@ -354,27 +354,6 @@ def view(
     typer.echo(_view_text(client, job))
 
 
-def delete_job(client: LaharClient, name: str, namespace: str) -> dict:
-    """Delete a vcjob, then the podgroup and pods it created (what the server's owner-reference
-    garbage collection would do). The job goes first so that nothing recreates them."""
-    deleted = client.delete("Job", name, namespace)
-    for kind, found in (("PodGroup", [client.find("PodGroup", name, namespace)]), ("Pod", client.list("Pod", namespace, {JOB_LABEL: name}))):
-        for obj in found:
-            if obj is not None:
-                _delete_quietly(client, kind, obj["metadata"]["name"], namespace)
-    return deleted
-
-
-def _delete_quietly(client: LaharClient, kind: str, name: str, namespace: str) -> None:
-    from lahar.cli.client import ServerError
-
-    try:
-        client.delete(kind, name, namespace)
-    except ServerError as exc:
-        if exc.code != 404:
-            raise
-
-
 @app.command(epilog="Example: lahar job delete -n job1")
 @reports_errors
 def delete(
@@ -384,6 +363,6 @@ def delete(
     token: TokenOption = None,
 ) -> None:
     """Delete a job with its podgroup and pods. Prints delete job NAME successfully."""
-    delete_job(connect(server, token), name, namespace)
+    connect(server, token).delete("Job", name, namespace)  # the server deletes its podgroup and pods with it
     typer.echo(f"delete job {name} successfully")
 

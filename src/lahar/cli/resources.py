@@ -300,10 +300,5 @@ def delete(
     kind = resolve_kind(kind)
     client = connect(server, token)
     for name in names:
-        if kind == "Job":
-            from lahar.cli.job import delete_job
-
-            delete_job(client, name, namespace)
-        else:
-            client.delete(kind, name, namespace)
+        client.delete(kind, name, namespace)  # a Job's podgroup and pods go with it, on the server
         typer.echo(f"{kind.lower()}/{name} deleted")
