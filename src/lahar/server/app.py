@@ -228,7 +228,7 @@ def _add_lahar_routes(app: FastAPI, service: ApiService, loop: Any, metrics: Cal
 
     @app.get("/lahar/v1/namespaces/{namespace}/jobs/{name}/why", tags=["Lahar"], summary="Why a job waits")
     def why(request: Request, namespace: str, name: str) -> dict:
-        service.get("PodGroup" if _exists(service, "PodGroup", f"{namespace}/{name}") else "Job", f"{namespace}/{name}", who=_who(request))
+        service.get("PodGroup" if service.exists("PodGroup", f"{namespace}/{name}") else "Job", f"{namespace}/{name}", who=_who(request))
         return _why(service, namespace, name)
 
     @app.get("/lahar/v1/queues/tree", tags=["Lahar"], summary="The queue hierarchy with shares")
@@ -276,14 +276,6 @@ def _add_token_routes(app: FastAPI, tokens: Any) -> None:
         admin_only(request)
         record = tokens.revoke(token_id)
         return {"id": record.id, "user": record.user, "revoked": record.revoked}
-
-
-def _exists(service: ApiService, kind: str, key: str) -> bool:
-    try:
-        service.store.get(kind, key)
-        return True
-    except NotFound:
-        return False
 
 
 def _why(service: ApiService, namespace: str, name: str) -> dict:

@@ -35,7 +35,7 @@ def install(app: FastAPI, service: ApiService, loop: Any) -> None:
 
     @app.get("/lahar/v1/namespaces/{namespace}/jobs/{name}/estimate", tags=["Lahar"], summary="When a waiting job is expected to start")
     def estimate(request: Request, namespace: str, name: str, horizon: float = horizon_query) -> dict:
-        service.get("Job" if _has(service, "Job", f"{namespace}/{name}") else "PodGroup", f"{namespace}/{name}", who=getattr(request.state, "principal", None))
+        service.get("Job" if service.exists("Job", f"{namespace}/{name}") else "PodGroup", f"{namespace}/{name}", who=getattr(request.state, "principal", None))
         return _estimate(service, loop, f"{namespace}/{name}", None, horizon)
 
 
@@ -64,11 +64,3 @@ def _typical_runtime(loop: Any):
         return sum(row["runSum"] for row in rows) / jobs if jobs else None
 
     return typical
-
-
-def _has(service: ApiService, kind: str, key: str) -> bool:
-    try:
-        service.store.get(kind, key)
-        return True
-    except LaharError:
-        return False

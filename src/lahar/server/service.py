@@ -73,6 +73,13 @@ class ApiService:
             raise Forbidden(f"{who.describe()} may not read {kind} {key}: it is not theirs and they do not administer its queue")
         return obj
 
+    def exists(self, kind: str, key: str) -> bool:
+        try:
+            self.store.get(kind, key)
+            return True
+        except NotFound:
+            return False
+
     def list(self, kind: str, namespace: str | None = None, labels: dict[str, str] | None = None, who: Principal | None = None) -> tuple[list[dict], int]:
         items, version = self.store.list(kind, namespace, labels)
         if who is not None and not who.admin:

@@ -50,16 +50,6 @@ def install(app: FastAPI, service: Any, loop: Any) -> None:
             raise BadRequest("usage accounting is not running in this server")
         return usage
 
-    def flush_at_shutdown() -> None:
-        """Write the usage not yet flushed when the server stops: uvicorn re-raises SIGTERM after
-        its shutdown, so code after ``uvicorn.run`` may never run."""
-        usage = getattr(loop, "usage", None)
-        if usage is not None:
-            with service.lock, service.store.batch():
-                usage.flush()
-
-    app.router.on_shutdown.append(flush_at_shutdown)
-
     def scope(request: Request, user: str | None) -> str | None:
         who = getattr(request.state, "principal", None)
         return who.user if who is not None and not who.admin else user
