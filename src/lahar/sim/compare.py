@@ -36,7 +36,7 @@ from lahar.model.base import LAHAR_AT, ApiObject
 from lahar.model.manifest import load_documents
 from lahar.scheduler.cycle import paused_gc
 from lahar.scheduler.framework.config import SchedulerConf, load_config, named_config_text
-from lahar.sim.engine import Simulation
+from lahar.sim.engine import Simulation, next_step_time
 from lahar.sim.metrics import MetricsCollector, fmt_num, fmt_pct, fmt_seconds, main_resource
 from lahar.sim.traces.records import Routing, route
 from lahar.sim.traces.workload import Workload, read_queue_file
@@ -126,19 +126,15 @@ def _replay(sim: Simulation, arrivals: list[float], until: float, period: float)
         decisions = [(d.type, d.task, d.node) for d in record.result.decisions]
         repeated = decisions == previous and all(kind == "pipeline" for kind, _, _ in decisions)
         previous = decisions
-        if record.completed or (decisions and not repeated):
-            now = _grid(now + period, period)
-            continue
-        seen = bisect.bisect_right(arrivals, now, lo=seen)
-        upcoming = min(arrivals[seen] if seen < len(arrivals) else math.inf, sim.world.next_completion() or math.inf)
-        if upcoming == math.inf:
+        busy = bool(record.completed or (decisions and not repeated))
+        upcoming = None
+        if not busy:
+            seen = bisect.bisect_right(arrivals, now, lo=seen)
+            upcoming = min(arrivals[seen] if seen < len(arrivals) else math.inf, sim.world.next_completion() or math.inf)
+        following = next_step_time(now, period, busy, None if upcoming == math.inf else upcoming)
+        if following is None:
             return
-        now = max(_grid(upcoming, period), _grid(now + period, period))
-
-
-def _grid(t: float, period: float) -> float:
-    """The first cycle time at or after ``t`` (as ``Simulation`` computes it)."""
-    return math.ceil(t / period - 1e-9) * period
+        now = following
 
 
 def _arrival(obj: ApiObject) -> float:

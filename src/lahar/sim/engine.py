@@ -29,7 +29,7 @@ from lahar.scheduler.cycle import CycleResult, run_cycle
 from lahar.scheduler.framework.config import SchedulerConf
 from lahar.sim.world import World
 
-__all__ = ["Simulation", "CycleRecord"]
+__all__ = ["Simulation", "CycleRecord", "grid_time", "next_step_time"]
 
 
 @dataclass
@@ -107,18 +107,28 @@ class Simulation:
             if now > end:
                 break
             record = self.step(now)
-            if record.result.decisions or record.completed:
-                now = self._grid(now + self.period)
-                continue
-            upcoming = self._next_event()
-            if upcoming is None:
+            busy = bool(record.result.decisions or record.completed)
+            following = next_step_time(now, self.period, busy, None if busy else self._next_event())
+            if following is None:
                 break
-            now = max(self._grid(upcoming), self._grid(now + self.period))
+            now = following
 
     def _next_event(self) -> float | None:
         times = [t for t in (self._arrivals[0][0] if self._arrivals else None, self.world.next_completion()) if t is not None]
         return min(times) if times else None
 
-    def _grid(self, t: float) -> float:
-        """The first cycle time at or after ``t`` (with a little slack for float error)."""
-        return math.ceil(t / self.period - 1e-9) * self.period
+
+def grid_time(t: float, period: float) -> float:
+    """The first cycle time at or after ``t`` (with a little slack for float error)."""
+    return math.ceil(t / period - 1e-9) * period
+
+
+def next_step_time(now: float, period: float, busy: bool, upcoming: float | None) -> float | None:
+    """When to step after a cycle at ``now``: the next grid point after a cycle that changed
+    something (``busy``); otherwise the grid point at or after the next event (``upcoming``),
+    never sooner than the next grid point; None when nothing is left to happen."""
+    if busy:
+        return grid_time(now + period, period)
+    if upcoming is None:
+        return None
+    return max(grid_time(upcoming, period), grid_time(now + period, period))

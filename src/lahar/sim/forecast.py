@@ -14,7 +14,6 @@ The estimate assumes no other job arrives and nobody changes a queue meanwhile.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable
 
@@ -26,7 +25,7 @@ from lahar.model.job import Job
 from lahar.model.queue import Queue
 from lahar.model.workload import Pod, PodGroup
 from lahar.scheduler.framework.config import SchedulerConf
-from lahar.sim.engine import Simulation
+from lahar.sim.engine import Simulation, next_step_time
 
 __all__ = ["Estimate", "expected_start", "DEFAULT_HORIZON"]
 
@@ -111,8 +110,7 @@ def _load(sim: Simulation, objects: list[ApiObject], now: float, typical: Callab
                 unknown += 1
             else:
                 guessed += 1
-                obj = obj.model_copy(deep=True)
-                obj.metadata.annotations[LAHAR_DURATION] = f"{seconds:.3f}s"
+                obj = _lasting(obj, seconds)
         world.ingest(obj)
     for job in list(world.jobs.values()):
         world.reconcile(job)
@@ -135,8 +133,11 @@ def _with_duration(obj: ApiObject, typical: Callable[[str], float | None] | None
         return obj
     queue = getattr(obj, "queue", None) or getattr(getattr(obj, "spec", None), "queue", None)
     seconds = typical(queue) if isinstance(queue, str) else None
-    if seconds is None:
-        return obj
+    return obj if seconds is None else _lasting(obj, seconds)
+
+
+def _lasting(obj: ApiObject, seconds: float) -> ApiObject:
+    """A copy of ``obj`` whose tasks run ``seconds`` (``lahar.dev/duration``)."""
     copy = obj.model_copy(deep=True)
     copy.metadata.annotations[LAHAR_DURATION] = f"{seconds:.3f}s"
     return copy
@@ -152,22 +153,16 @@ def _run(sim: Simulation, estimate: Estimate, now: float, period: float) -> None
         if _gang_runs(sim.world, estimate.job, members):
             estimate.start = t
             return
-        if record.result.decisions or record.completed:
-            t = _grid(t + period, period)
-            continue
-        upcoming = sim.world.next_completion()
-        if upcoming is None:
+        busy = bool(record.result.decisions or record.completed)
+        following = next_step_time(t, period, busy, None if busy else sim.world.next_completion())
+        if following is None:
             reason = getattr(record.result.jobs.get(estimate.job), "reason", None) or {}
             estimate.message = "nothing running is due to finish" + (f"; now: {reason.get('message')}" if reason.get("message") else "")
             return
-        t = max(_grid(upcoming, period), _grid(t + period, period))
+        t = following
 
 
 def _gang_runs(world: Any, key: str, members: list[str]) -> bool:
     """The gang is bound: at least minMember of the job's pods run (or ran) — bound this cycle counts."""
     started = sum(1 for k in members if world.pods[k].phase in ("Running", "Succeeded"))
     return started > 0 and started >= max(1, world.podgroups[key].spec.min_member)
-
-
-def _grid(t: float, period: float) -> float:
-    return math.ceil(t / period - 1e-9) * period
