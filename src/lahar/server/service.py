@@ -104,7 +104,7 @@ class ApiService:
             view = self.view()
             self.access.create(who, obj)
             admitted = admit_create(obj, view)
-            with _batch(self.store):  # the object and its audit event: one transaction, one disk sync
+            with self.store.batch():  # the object and its audit event: one transaction, one disk sync
                 created = self.store.create(admitted.dump())
                 self.audit(who, "create", created)
             return created
@@ -162,7 +162,7 @@ class ApiService:
                 queues = {q.name: q for q in view.queues()}
                 for child in descendants(queues, obj.name):
                     self.store.delete("Queue", child.name)
-            with _batch(self.store):
+            with self.store.batch():
                 if kind == "Job":
                     self._delete_job_children(obj)
                 deleted = self.store.delete(kind, key)
@@ -286,13 +286,6 @@ def merge_patch(target: Any, patch: Any) -> Any:
         else:
             out[name] = merge_patch(out.get(name), value)
     return out
-
-
-def _batch(store: Any):
-    """One transaction where the store offers it (several deletes land together or not at all)."""
-    from contextlib import nullcontext
-
-    return store.batch() if hasattr(store, "batch") else nullcontext()
 
 
 def _keep_status(new: ApiObject, old: ApiObject) -> None:

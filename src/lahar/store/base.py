@@ -24,7 +24,7 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, Literal, Protocol
+from typing import Any, ContextManager, Literal, Protocol
 
 from lahar.errors import BadRequest, Conflict, LaharError
 from lahar.model.manifest import KINDS
@@ -104,6 +104,10 @@ class Store(Protocol):
     ) -> list[WatchEvent]: ...
 
     def current_version(self) -> int: ...
+
+    def batch(self) -> ContextManager[None]:
+        """Every write inside is one transaction: all of them are kept, or none."""
+        ...
 
     def close(self) -> None: ...
 
