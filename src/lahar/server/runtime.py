@@ -6,7 +6,8 @@ The local runtime, once per control-loop tick (inside the tick's transaction):
 - a pod bound and Running with a container ``command`` (and ``args``) and no process yet gets
   one, with stdout and stderr kept in ``<logs>/<namespace>/<pod>.out`` and ``.err`` and the
   environment variables ``LAHAR_POD``, ``LAHAR_NAMESPACE``, ``LAHAR_NODE``;
-- a process that exited sets its pod's phase: exit code 0 -> Succeeded, any other -> Failed;
+- a process that exited sets its pod's phase: exit code 0 -> Succeeded, any other -> Failed (as does a
+  command that cannot be started, with the reason in its ``.err`` log);
 - a process whose pod is no longer Running (evicted: back to Pending) or is gone (deleted) is
   terminated (SIGTERM), then killed (SIGKILL) if it is still there after ``grace`` seconds.
 
@@ -52,29 +53,29 @@ class LocalRuntime:
                 self._stop(key, process)
             elif process.popen.poll() is not None:
                 del self.processes[key]
-                finished = pod.model_copy(deep=True)
-                finished.status.phase = "Succeeded" if process.popen.returncode == 0 else "Failed"
-                world._store(finished)
+                _end(world, pod, "Succeeded" if process.popen.returncode == 0 else "Failed")
         for key, pod in list(world.pods.items()):
-            if key not in self.processes and pod.phase == "Running" and pod.spec.node_name and _command(pod):
-                self._start(key, pod)
+            if key not in self.processes and pod.phase == "Running" and pod.spec.node_name and _command(pod) and not self._start(key, pod):
+                _end(world, pod, "Failed")
 
     def stop_all(self) -> None:
         for key, process in list(self.processes.items()):
             process.stopping_since = time.monotonic() - self.grace  # no grace at shutdown
             self._stop(key, process)
 
-    def _start(self, key: str, pod: Pod) -> None:
+    def _start(self, key: str, pod: Pod) -> bool:
+        """Start the pod's process; False (the reason in its ``.err`` log) when it cannot start."""
         folder = self.logs / (pod.metadata.namespace or "default")
         folder.mkdir(parents=True, exist_ok=True)
         env = {**os.environ, "LAHAR_POD": pod.name, "LAHAR_NAMESPACE": pod.metadata.namespace or "default", "LAHAR_NODE": pod.spec.node_name or ""}
         with (folder / f"{pod.name}.out").open("ab") as out, (folder / f"{pod.name}.err").open("ab") as err:
             try:
                 popen = subprocess.Popen(_command(pod), stdout=out, stderr=err, stdin=subprocess.DEVNULL, env=env, start_new_session=True)
-            except OSError as exc:  # no such program: the task fails, with the reason in its log
+            except OSError as exc:  # no such program, not executable
                 err.write(f"lahar: cannot start {_command(pod)[0]!r}: {exc}\n".encode())
-                popen = subprocess.Popen(["false"])
+                return False
         self.processes[key] = _Process(popen, pod.spec.node_name or "")
+        return True
 
     def _stop(self, key: str, process: _Process) -> None:
         if process.popen.poll() is not None:
@@ -88,6 +89,13 @@ class LocalRuntime:
             _signal(process.popen, signal.SIGKILL)
             process.popen.wait(5)
             del self.processes[key]
+
+
+def _end(world: Any, pod: Pod, phase: str) -> None:
+    """The task is over: its pod takes ``phase`` (written through the world, to the store)."""
+    ended = pod.model_copy(deep=True)
+    ended.status.phase = phase
+    world._store(ended)
 
 
 def _command(pod: Pod) -> list[str]:
