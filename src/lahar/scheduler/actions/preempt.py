@@ -86,6 +86,9 @@ def _eligible(task: TaskInfo, preemptor: TaskInfo) -> bool:
 def preempt(ssn: Session, stmt: Statement, preemptor: TaskInfo, keep: Callable[[TaskInfo], bool], phase: str = "A") -> bool:
     """Find a node where evicting victims lets ``preemptor`` fit; pipeline it there.
 
+    Only nodes where the task fits FutureIdle plus its allowed victims are scored: the others
+    would be passed over whatever their score, so scoring them changes nothing but the time.
+
     Nodes where a task of the same job with the same request and priority could not fit even
     with every allowed victim gone are skipped until they change (their version moves): the
     victims allowed there can only shrink during the action, and gangs of identical tasks would
@@ -102,27 +105,24 @@ def preempt(ssn: Session, stmt: Statement, preemptor: TaskInfo, keep: Callable[[
     job = ssn.jobs[preemptor.job]
     queue = ssn.queues[job.queue]
     possible = _possible_nodes(ssn, preemptor, job, phase)
-    nodes = [
-        n for n in ssn.filter_unresolvable(preemptor)
-        if (possible is None or n.name in possible) and memo.get(n.name) != n.version and ssn.predicate_for_preempt(preemptor, n) is None
-    ]  # fmt: skip
     key = ssn.preemptable_key(preemptor)
-    cache = ssn.memo.setdefault("preemptable", {})
-    for node in _by_score(ssn, preemptor, nodes):
-        own = any(t.job == preemptor.job for t in node.tasks.values())
-        cache_key = (node.name, node.version, phase, key, preemptor.job if own or phase == "B" else None) if key is not None else None
-        victims = cache.get(cache_key) if cache_key is not None else None
-        if victims is None:
-            candidates = [t for t in node.tasks.values() if keep(t)]
-            victims = ssn.preemptable(preemptor, candidates) or []
-            if cache_key is not None:
-                cache[cache_key] = victims
+    candidates: list[tuple[NodeInfo, list[TaskInfo]]] = []
+    for node in ssn.filter_unresolvable(preemptor):
+        if (possible is not None and node.name not in possible) or memo.get(node.name) == node.version:
+            continue
+        if ssn.predicate_for_preempt(preemptor, node) is not None:
+            continue
+        victims = _victims_on(ssn, preemptor, node, keep, key, phase)
         room = node.future_idle()
         for victim in victims:
             room.add(victim.resreq)
         if not preemptor.init_resreq.less_equal(room, Dim.ZERO):
             memo[node.name] = node.version
             continue
+        candidates.append((node, victims))
+    victims_at = {node.name: victims for node, victims in candidates}
+    for node in _by_score(ssn, preemptor, [node for node, _ in candidates]):
+        victims = victims_at[node.name]
         ordered = ssn.build_victims_queue(victims, preemptor)
         node_stmt = Statement(ssn)
         evicted = False
@@ -137,6 +137,20 @@ def preempt(ssn: Session, stmt: Statement, preemptor: TaskInfo, keep: Callable[[
             return True
         node_stmt.discard()
     return False
+
+
+def _victims_on(ssn: Session, preemptor: TaskInfo, node: NodeInfo, keep: Callable[[TaskInfo], bool], key: tuple | None, phase: str) -> list[TaskInfo]:
+    """The tasks on ``node`` that ``Preemptable`` lets ``preemptor`` evict (cached per node version
+    and preemptable key: equal keys and candidates give equal victims)."""
+    own = any(t.job == preemptor.job for t in node.tasks.values())
+    cache_key = (node.name, node.version, phase, key, preemptor.job if own or phase == "B" else None) if key is not None else None
+    cache = ssn.memo.setdefault("preemptable", {})
+    victims = cache.get(cache_key) if cache_key is not None else None
+    if victims is None:
+        victims = ssn.preemptable(preemptor, [t for t in node.tasks.values() if keep(t)]) or []
+        if cache_key is not None:
+            cache[cache_key] = victims
+    return victims
 
 
 def _possible_nodes(ssn: Session, preemptor: TaskInfo, job: JobInfo, phase: str) -> set[str] | None:
