@@ -354,6 +354,22 @@ def test_a_refused_write_does_not_spoil_its_batch(store):
     assert [e.key for e in store.watch(0)] == ["x", "y"]
 
 
+def test_a_failed_inner_batch_is_undone_and_the_outer_goes_on(store):
+    """An inner batch is a savepoint: what it wrote before failing is undone, the outer keeps
+    its own writes before and after, and watch shows only what was kept."""
+    start = store.current_version()
+    with store.batch():
+        store.create(queue("before"))
+        with pytest.raises(RuntimeError), store.batch():
+            store.create(queue("undone"))
+            store.update(queue("before", weight=7))
+            raise RuntimeError("half-way")
+        store.create(queue("after"))
+    assert names(store.list("Queue")[0]) == ["after", "before"]
+    assert store.get("Queue", "before")["spec"]["weight"] == 1
+    assert [e.key for e in store.watch(start)] == ["before", "after"]
+
+
 def test_concurrent_writers_lose_no_update(store):
     """Eight API clients at once: each creates its own pods and bumps shared counters, retrying
     on Conflict as kubectl does. Every acknowledged write must be kept and seen by watch."""
