@@ -3,10 +3,8 @@
 Every period (1 s by default) ``ControlLoop.tick`` runs the same steps as the simulator, on
 the objects the store holds:
 
-1. catch up with every change since the last tick (the store's watch);
-All the writes of one tick are one store transaction (one disk sync), so a crash leaves either
-all of a cycle's binds and evictions or none of them.
-
+1. catch up with every change since the last tick (the store's watch): what requests wrote;
+   the tick's own writes are in the world already and are not read back;
 2. controllers: vcjobs get their podgroup and pods, bare pods a podgroup, Command objects are
    carried out and deleted, queue statuses are refreshed (counts, Closing -> Closed);
 3. the runtime: tasks whose ``lahar.dev/duration`` has run out succeed;
@@ -14,6 +12,9 @@ all of a cycle's binds and evictions or none of them.
    allocations are written back;
 5. what a person should see becomes events (``server.events``: per job, not per task, and
    on change only), and usage is charged to queues and users (``server.usage_history``).
+
+All the writes of one tick are one store transaction (one disk sync), so a crash leaves either
+all of a cycle's binds and evictions or none of them.
 
 ``StoreWorld`` is the simulator's ``World`` whose writes go to the store first: the simulator
 and the server share one implementation of every controller and of how decisions are applied.
@@ -79,6 +80,16 @@ class StoreWorld(World):
                 self._ingest_document(event.kind, event.object)
             self.version = max(self.version, event.resource_version)
         return len(events)
+
+    def skip_own_writes(self) -> None:
+        """Move the watch position past this tick's own writes, at the end of the tick's batch.
+
+        Every other writer waits while the batch is open, so each change after the ``sync`` at
+        the start of the tick was written here and taken in already (``_store`` ingests what
+        it wrote). Reading them back on the next ``sync`` would parse and validate every bind
+        and status of the tick a second time (measured: a fifth of a busy tick).
+        """
+        self.version = max(self.version, self.service.store.current_version())
 
     def _ingest_document(self, kind: str, item: dict) -> None:
         obj = KINDS[kind].model_validate(item)
@@ -241,6 +252,7 @@ class ControlLoop:
             self.usage.observe(world, now, [uid for uid, outcome in result.jobs.items() if outcome.phase == "Completed"])
             self.usage.maybe_flush(now)
             world.event_log.prune(now)
+            world.skip_own_writes()
             self.last = result
             if self.on_cycle is not None:
                 self.on_cycle(result, seconds, world.queues)
