@@ -47,8 +47,8 @@ def explain(ssn: Session, job: JobInfo) -> dict[str, Any] | None:
     """The reason ``job`` waits, or None when it has nothing waiting."""
     if job.phase in ("Running", "Completed") and not job.tasks_in(TaskStatus.PENDING):
         return None
-    if not job.tasks_in(TaskStatus.PENDING, TaskStatus.PIPELINED) and job.phase not in ("Pending", "Inqueue"):
-        return None
+    if not job.tasks_in(TaskStatus.PENDING, TaskStatus.PIPELINED) and (job.tasks or job.phase not in ("Pending", "Inqueue")):
+        return None  # every task placed (perhaps in this very cycle, before the phase moves on)
     notes = {n["kind"]: n for n in ssn.notes.get(job.uid, [])}
     queue = ssn.queues.get(job.queue)
     base = {"queue": job.queue, "job": job.uid}
