@@ -106,7 +106,10 @@ class StoreWorld(World):
             self.forget(obj)
 
     def _store(self, obj: ApiObject) -> None:
-        """Write to the store, then take the stored object in (with its new resource version)."""
+        """Write to the store, then take the stored object in (with its new resource version).
+
+        ``obj`` is the caller's own copy: when the store kept it exactly as given (an update
+        of an object read from the store), it is taken in as it is, not parsed back."""
         body = obj.dump()
         body["metadata"].pop("resourceVersion", None)
         table = next((t for kind, t in self._tables().items() if isinstance(obj, kind)), None)
@@ -120,7 +123,13 @@ class StoreWorld(World):
                 written = self.service.update_status(body)
             except NotFound:
                 written = self.service.store.create(body)
-        self._ingest_document(obj.kind, written)
+        version = written["metadata"].get("resourceVersion")
+        body["metadata"]["resourceVersion"] = version
+        if written == body:  # stored as given (the usual update): keep the object, not a re-parse of it
+            obj.metadata.resource_version = version
+            self.ingest(obj)
+        else:
+            self._ingest_document(obj.kind, written)
 
     def _apply_queue_changes(self, queues, events, now: float) -> None:
         for queue in queues:

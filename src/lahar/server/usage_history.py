@@ -6,7 +6,8 @@ the ledger's hourly buckets as ``UsageRecord`` objects, so ``lahar usage`` answe
 after a restart.
 
 - ``observe(world, now, completed)`` charges every Running pod to its queue and its owner for
-  the time since the last tick, and records each job that completed (wait = first start -
+  the time since the last tick (summed per queue and owner first; a pod's queue, owner and
+  request are worked out again only when it or its podgroup changed), and records each job that completed (wait = first start -
   creation, run = completion - first start) exactly once: jobs already Completed when the
   server starts were counted by an earlier run. Its cost is the running pods plus, only in a
   tick where jobs complete, one pass over the pods for their start times.
@@ -45,7 +46,7 @@ class UsageHistory:
         self.ledger = UsageLedger(retention, series_points)
         self._written: dict[tuple[str, str, float], str] = {}  # bucket key -> its last written JSON
         self._counted: set[str] = set()  # completed podgroups already charged
-        self._requests: dict[tuple[str, str | None], Resource] = {}  # (pod key, resourceVersion) -> request
+        self._charges: dict[str, tuple] = {}  # running pod key -> (versions, (queue, user), request)
         self._next_flush: float | None = None
         self._world: Any = None
         self._load()
@@ -65,23 +66,36 @@ class UsageHistory:
 
     def observe(self, world: Any, now: float, completed: Iterable[str] | None = None) -> None:
         """``completed``: the podgroups the cycle found Completed (None: look at every podgroup)."""
-        running = []
+        totals: dict[tuple[str, str], Resource] = {}
         live = {}
         for key in world.started:  # the Running pods (with a start time)
             pod = world.pods.get(key)
-            if pod is None or pod.phase != "Running":
+            if pod is None or pod.status.phase != "Running":
                 continue
-            group = world.podgroups.get(f"{pod.metadata.namespace}/{pod.group_name}") if pod.group_name else None
-            queue = group.spec.queue if group is not None else pod.queue
-            user = _owner(pod, group, world)
-            cache_key = (key, pod.metadata.resource_version)
-            request = self._requests.get(cache_key) or _request(pod)
-            live[cache_key] = request
-            running.append((queue or "default", user, request))
-        self._requests = live
-        self.ledger.observe(now, running)
+            charge = self._charge(world, key, pod)
+            live[key] = charge
+            _, owner, request = charge
+            total = totals.get(owner)
+            if total is None:
+                totals[owner] = request.clone()
+            else:
+                total.add(request)
+        self._charges = live
+        self.ledger.observe(now, [(queue, user, total) for (queue, user), total in totals.items()])
         candidates = world.podgroups if completed is None else completed
         self._finished(world, now, candidates)
+
+    def _charge(self, world: Any, key: str, pod: Any) -> tuple:
+        """(versions, (queue, user), request) of a running pod, worked out again only when the pod
+        or its podgroup changed (their resource versions)."""
+        group_key = f"{pod.metadata.namespace}/{pod.group_name}" if pod.group_name else None
+        group = world.podgroups.get(group_key) if group_key else None
+        versions = (pod.metadata.resource_version, group.metadata.resource_version if group is not None else None)
+        known = self._charges.get(key)
+        if known is not None and known[0] == versions:
+            return known
+        queue = group.spec.queue if group is not None else pod.queue
+        return versions, (queue or "default", _owner(pod, group, world)), _request(pod)
 
     def _finished(self, world: Any, now: float, candidates: Iterable[str]) -> None:
         done = []
