@@ -64,6 +64,7 @@ _VALID = (
     TaskStatus.SUCCEEDED, TaskStatus.PIPELINED, TaskStatus.PENDING,
 )  # fmt: skip
 _READY = (TaskStatus.BOUND, TaskStatus.BINDING, TaskStatus.RUNNING, TaskStatus.ALLOCATED, TaskStatus.SUCCEEDED)
+_READY_SET = frozenset(_READY)
 
 
 def allocated_status(status: TaskStatus) -> bool:
@@ -260,6 +261,7 @@ class JobInfo:
         self.tasks: dict[str, TaskInfo] = {}
         self.best_effort_tasks = False  # whether any task ever added asks for nothing
         self.status_index: dict[TaskStatus, dict[str, TaskInfo]] = {}
+        self._ready = 0  # tasks in a ready status (_READY), kept with status_index: job order asks often
         self.allocated = Resource()
         self.total_request = Resource()
         self.fit_errors: dict[str, FitErrors] = {}
@@ -274,6 +276,8 @@ class JobInfo:
             self.best_effort_tasks = True
         self.tasks[task.uid] = task
         self.status_index.setdefault(task.status, {})[task.uid] = task
+        if task.status in _READY_SET:
+            self._ready += 1
         self.total_request.add(task.resreq)
         if allocated_status(task.status):
             self.allocated.add(task.resreq)
@@ -282,6 +286,8 @@ class JobInfo:
         known = self.tasks.pop(task.uid, None)
         if known is None:
             return
+        if known.status in _READY_SET:
+            self._ready -= 1
         self.total_request.sub(known.resreq)
         if allocated_status(known.status):
             self.allocated.sub(known.resreq)
@@ -301,6 +307,8 @@ class JobInfo:
 
     def _unindex(self, task: TaskInfo, status: TaskStatus) -> None:
         del self.tasks[task.uid]
+        if status in _READY_SET:
+            self._ready -= 1
         self.total_request.sub(task.resreq)
         if allocated_status(status):
             self.allocated.sub(task.resreq)
@@ -322,8 +330,7 @@ class JobInfo:
     # ----------------------------------------------------------------- gang counters
 
     def ready_task_num(self) -> int:
-        index = self.status_index
-        return sum(len(index[s]) for s in _READY if s in index)
+        return self._ready
 
     def waiting_task_num(self) -> int:
         return self.count(TaskStatus.PIPELINED)

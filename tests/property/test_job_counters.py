@@ -1,0 +1,31 @@
+"""``JobInfo`` keeps its ready-task count with its status index: after any sequence of adds,
+status changes, deletes and clones it equals a count of the tasks themselves."""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from lahar.resources import Resource
+from lahar.scheduler.api import JobInfo, TaskInfo, TaskStatus
+
+READY = {TaskStatus.BOUND, TaskStatus.BINDING, TaskStatus.RUNNING, TaskStatus.ALLOCATED, TaskStatus.SUCCEEDED}
+STATUSES = list(TaskStatus)
+operations = st.lists(st.tuples(st.sampled_from(["add", "status", "delete", "clone"]), st.integers(0, 5), st.sampled_from(STATUSES)), max_size=40)
+
+
+@settings(max_examples=200, deadline=None)
+@given(operations)
+def test_ready_count_matches_the_tasks(ops):
+    job = JobInfo("ns/j", "j", "ns", "q", min_available=2)
+    for op, index, status in ops:
+        uid = f"t{index}"
+        if op == "add" and uid not in job.tasks:
+            job.add_task(TaskInfo(uid, uid, "ns", "ns/j", Resource(1000.0, 0.0), status=status))
+        elif op == "status" and uid in job.tasks:
+            job.update_task_status(job.tasks[uid], status)
+        elif op == "delete" and uid in job.tasks:
+            job.delete_task(job.tasks[uid])
+        elif op == "clone":
+            job = job.clone()
+        assert job.ready_task_num() == sum(1 for t in job.tasks.values() if t.status in READY)
