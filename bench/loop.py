@@ -1,0 +1,93 @@
+"""The server's control loop in-process, without HTTP: where a submitted job's CPU goes.
+
+    python bench/loop.py --jobs 3000
+    python bench/loop.py --jobs 3000 --profile 2>profile.txt
+
+Builds an ``ApiService`` over a fresh SQLite file in a temporary folder and a ``ControlLoop`` on
+a virtual clock, enough nodes for every pod, then submits one-pod vcjobs through the service
+(admission, store, audit: what a request does after HTTP) in rounds of ``--per-tick`` with one
+tick of the loop after each round, until every pod is bound. Prints one JSON line: CPU
+milliseconds per job spent in submits and in ticks, store writes per job, and how many pods
+were bound. Unlike ``api.py`` nothing else shares the process, so the figures move little
+between runs: the one to compare before and after a change to the loop or the store.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from lahar.scheduler.framework.config import default_config_text, load_config
+from lahar.server.loop import ControlLoop
+from lahar.server.service import ApiService
+from lahar.store import open_store
+
+NODE_PODS = 110
+
+
+def job(name: str) -> dict:
+    container = {"name": "c", "image": "x", "resources": {"requests": {"cpu": "1"}}}
+    return {
+        "apiVersion": "batch.volcano.sh/v1alpha1",
+        "kind": "Job",
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": {"minAvailable": 1, "tasks": [{"name": "t", "replicas": 1, "template": {"spec": {"containers": [container]}}}]},
+    }
+
+
+def run(jobs: int, per_tick: int, folder: Path) -> dict:
+    store = open_store(f"sqlite:///{folder / 'lahar.db'}")
+    service = ApiService(store)
+    for n in range(jobs // NODE_PODS + 1):
+        allocatable = {"cpu": str(NODE_PODS), "memory": "440Gi", "pods": str(NODE_PODS)}
+        service.create({"apiVersion": "v1", "kind": "Node", "metadata": {"name": f"node-{n}"}, "status": {"allocatable": allocatable}})
+    loop = ControlLoop(service, load_config(default_config_text()), 1.0, clock=iter(range(10, 10**9)).__next__)
+    first = store.current_version()
+    submit = tick = 0.0
+    for start in range(0, jobs, per_tick):
+        c0 = time.process_time()
+        for k in range(start, min(start + per_tick, jobs)):
+            service.create(job(f"job-{k}"))
+        c1 = time.process_time()
+        loop.tick()
+        submit, tick = submit + c1 - c0, tick + time.process_time() - c1
+    loop.tick()
+    writes = store.current_version() - first
+    bound = sum(1 for pod in store.list("Pod")[0] if pod["spec"].get("nodeName"))
+    store.close()
+    return {
+        "bench": "loop",
+        "jobs": jobs,
+        "per_tick": per_tick,
+        "pods_bound": bound,
+        "submit_cpu_ms_per_job": round(1000 * submit / jobs, 3),
+        "tick_cpu_ms_per_job": round(1000 * tick / jobs, 3),
+        "store_writes_per_job": round(writes / jobs, 2),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--jobs", type=int, default=3000)
+    parser.add_argument("--per-tick", type=int, default=150, help="jobs submitted between two ticks")
+    parser.add_argument("--profile", action="store_true", help="pyinstrument profile on stderr")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as folder:
+        if args.profile:
+            from pyinstrument import Profiler
+
+            profiler = Profiler(interval=0.002)
+            profiler.start()
+        result = run(args.jobs, args.per_tick, Path(folder))
+        if args.profile:
+            profiler.stop()
+            print(profiler.output_text(unicode=False, color=False), file=sys.stderr)
+    print(json.dumps(result))
+
+
+if __name__ == "__main__":
+    main()
