@@ -370,6 +370,46 @@ def test_a_failed_inner_batch_is_undone_and_the_outer_goes_on(store):
     assert [e.key for e in store.watch(start)] == ["before", "after"]
 
 
+_REFUSE_BAD_EVENT = {
+    "sqlite": [
+        "CREATE TRIGGER refuse_bad BEFORE INSERT ON events WHEN NEW.key = 'bad' "
+        "BEGIN SELECT RAISE(ABORT, 'disk went away'); END"
+    ],
+    "postgresql": [
+        "CREATE FUNCTION refuse_bad() RETURNS trigger AS $$ BEGIN "
+        "IF NEW.key = 'bad' THEN RAISE EXCEPTION 'disk went away'; END IF; RETURN NEW; END $$ LANGUAGE plpgsql",
+        "CREATE TRIGGER refuse_bad BEFORE INSERT ON events FOR EACH ROW EXECUTE FUNCTION refuse_bad()",
+    ],
+}
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
+def test_a_write_that_fails_part_way_leaves_no_half_write(request, backend, tmp_path):
+    """Inside a batch, the database refuses a write's event after its object row was written,
+    and the caller carries on. Nothing is kept by halves: the batch is undone as a whole, so
+    no object is listed without its event. (The memory store's write is one assignment: it
+    cannot stop half-way.)"""
+    store = make(backend, place(request, backend, tmp_path))
+    with store.engine.begin() as conn:
+        for statement in _REFUSE_BAD_EVENT[backend]:
+            conn.exec_driver_sql(statement)
+    start = store.current_version()
+    with pytest.raises(StoreError, match="undone|aborted"):
+        with store.batch():
+            store.create(queue("x"))
+            with pytest.raises(StoreError, match="disk went away"):
+                store.create(queue("bad"))
+            try:
+                store.create(queue("y"))
+            except StoreError:
+                pass  # PostgreSQL refuses every statement after an error until the rollback
+    assert names(store.list("Queue")[0]) == []
+    assert store.watch(start) == [] and store.current_version() == start
+    store.create(queue("z"))  # the store is usable afterwards
+    assert names(store.list("Queue")[0]) == ["z"]
+    store.close()
+
+
 def test_concurrent_writers_lose_no_update(store):
     """Eight API clients at once: each creates its own pods and bumps shared counters, retrying
     on Conflict as kubectl does. Every acknowledged write must be kept and seen by watch."""

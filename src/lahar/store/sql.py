@@ -19,7 +19,8 @@ the object row, append the event, commit. Writers are serialised from the start 
 transaction: in this process by a lock, across processes by the database (``BEGIN IMMEDIATE``
 on SQLite; on PostgreSQL the ``meta`` row is locked when a write transaction begins, see
 ``_begin_write``). ``batch()`` makes many writes one transaction;
-each write inside it is a savepoint, so a write that fails leaves the batch usable. Reads run in
+a write refused inside it (NotFound, Conflict, AlreadyExists) leaves the batch usable, a write
+that fails part-way undoes the whole batch, and an inner ``batch()`` is a savepoint. Reads run in
 a transaction of their own, so ``list`` returns items and version from the same snapshot.
 
 Watch wakes in two ways: writers in this process notify a condition variable after they commit,
@@ -272,11 +273,22 @@ class SqlStore:
 
     @contextmanager
     def _writing(self) -> Iterator[Connection]:
-        """This thread's write transaction: a new one, or a savepoint inside its open batch."""
+        """This thread's write transaction: a new one, or its open batch's.
+
+        A write inside a batch takes no savepoint of its own: its checks (NotFound, Conflict,
+        AlreadyExists) come before it changes anything, so a refused write leaves nothing to
+        undo. A write that fails part-way (a database error, or any error once it has begun
+        changing rows) dooms its batch instead: the batch is undone when it ends, never
+        committed with half a write in it.
+        """
         held = getattr(self._local, "conn", None)
         if held is not None:
-            with self._errors("write"), _savepoint(held):
-                yield held
+            try:
+                with self._errors("write"):
+                    yield held
+            except StoreError:
+                self._local.doomed = True
+                raise
             return
         if not self._writer.acquire(timeout=self.busy_timeout):
             raise StoreError(
@@ -286,9 +298,11 @@ class SqlStore:
         try:
             with self._errors("write"), self._connect(write=True) as conn, conn.begin():
                 self._begin_write(conn)
-                self._local.conn = conn
+                self._local.conn, self._local.doomed = conn, False
                 try:
                     yield conn
+                    if self._local.doomed:
+                        raise StoreError(f"{self.where}: a write failed part-way, so the whole batch was undone")
                 finally:
                     self._local.conn = None
         finally:
@@ -299,11 +313,25 @@ class SqlStore:
     def batch(self) -> Iterator[None]:
         """Every write inside is one transaction, one disk sync: all of them are kept, or none.
 
-        Re-entrant (an inner batch is a savepoint). Other threads' writes wait for it; other
-        threads' reads see the state before it until it commits.
+        Re-entrant: an inner batch is a savepoint, undone alone if it raises. Other threads'
+        writes wait for it; other threads' reads see the state before it until it commits.
         """
-        with self._writing():
-            yield
+        held = getattr(self._local, "conn", None)
+        if held is None:
+            with self._writing():
+                yield
+            return
+        doomed = self._local.doomed
+        with self._errors("write"):
+            held.exec_driver_sql("SAVEPOINT lahar_batch")
+            try:
+                yield
+            except BaseException:
+                held.exec_driver_sql("ROLLBACK TO SAVEPOINT lahar_batch")
+                held.exec_driver_sql("RELEASE SAVEPOINT lahar_batch")
+                self._local.doomed = doomed  # what failed inside is undone
+                raise
+            held.exec_driver_sql("RELEASE SAVEPOINT lahar_batch")
 
     def _signal(self) -> None:
         with self._changed:
@@ -405,6 +433,14 @@ class SqlStore:
 
     def _write(self, conn: Connection, change: ChangeType, kind: str, key: str, body: dict) -> None:
         """Take the next version, stamp it on ``body``, write the row and the event, compact."""
+        try:
+            self._write_rows(conn, change, kind, key, body)
+        except BaseException:
+            if getattr(self._local, "conn", None) is conn:
+                self._local.doomed = True  # rows may be half written: the batch must not commit
+            raise
+
+    def _write_rows(self, conn: Connection, change: ChangeType, kind: str, key: str, body: dict) -> None:
         version, compacted = conn.execute(_NEXT_VERSION).one()
         body["metadata"]["resourceVersion"] = str(version)
         doc = to_json(body)
@@ -436,25 +472,6 @@ class SqlStore:
         """Release the database (idempotent). Later calls raise ``StoreError``."""
         self._closed = True
         self.engine.dispose()
-
-
-@contextmanager
-def _savepoint(conn: Connection) -> Iterator[None]:
-    """A savepoint inside the open transaction, undone if the block raises.
-
-    Plain SQL with one fixed name rather than ``Connection.begin_nested``, which names each
-    savepoint anew and so compiles a new statement for every write of a batch (measured: the
-    largest single cost of the server's control loop). Savepoints nest strictly here, and a
-    repeated name refers to the innermost one (SQLite and PostgreSQL alike).
-    """
-    conn.exec_driver_sql("SAVEPOINT lahar_write")
-    try:
-        yield
-    except BaseException:
-        conn.exec_driver_sql("ROLLBACK TO SAVEPOINT lahar_write")
-        conn.exec_driver_sql("RELEASE SAVEPOINT lahar_write")
-        raise
-    conn.exec_driver_sql("RELEASE SAVEPOINT lahar_write")
 
 
 def _cause(exc: BaseException, busy_timeout: float) -> str:
