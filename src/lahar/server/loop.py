@@ -108,8 +108,10 @@ class StoreWorld(World):
     def _store(self, obj: ApiObject) -> None:
         """Write to the store, then take the stored object in (with its new resource version).
 
-        ``obj`` is the caller's own copy: when the store kept it exactly as given (an update
-        of an object read from the store), it is taken in as it is, not parsed back."""
+        ``obj`` is the caller's own copy (its parts may be shared with the object it replaces,
+        never changed in place): when the store kept it exactly as given (an update of an
+        object read from the store), it is taken in as it is, with its new resource version,
+        not parsed back."""
         body = obj.dump()
         body["metadata"].pop("resourceVersion", None)
         table = next((t for kind, t in self._tables().items() if isinstance(obj, kind)), None)
@@ -126,7 +128,7 @@ class StoreWorld(World):
         version = written["metadata"].get("resourceVersion")
         body["metadata"]["resourceVersion"] = version
         if written == body:  # stored as given (the usual update): keep the object, not a re-parse of it
-            obj.metadata.resource_version = version
+            obj.metadata = obj.metadata.model_copy(update={"resource_version": version})  # may be shared
             self.ingest(obj)
         else:
             self._ingest_document(obj.kind, written)
@@ -185,13 +187,14 @@ class StoreWorld(World):
                 continue
             if now is not None:  # the reason changed: an event if its kind did
                 self.event_log.reason(uid, outcome.queue, pending_reason(group), outcome.reason, now)
-            updated = group.model_copy(deep=True)
+            annotations = dict(group.metadata.annotations)
             if text is None:
-                updated.metadata.annotations.pop(REASON_ANNOTATION, None)
+                annotations.pop(REASON_ANNOTATION, None)
             else:
-                updated.metadata.annotations[REASON_ANNOTATION] = text
-            updated.status.conditions = [_condition(c) for c in outcome.conditions]
-            self._store(updated)
+                annotations[REASON_ANNOTATION] = text
+            metadata = group.metadata.model_copy(update={"annotations": annotations})
+            status = group.status.model_copy(update={"conditions": [_condition(c) for c in outcome.conditions]})
+            self._store(group.model_copy(update={"metadata": metadata, "status": status}))
 
     def write_allocations(self, result: CycleResult) -> None:
         for name, allocated in result.queue_allocated.items():

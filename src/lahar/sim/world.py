@@ -189,9 +189,7 @@ class World:
             pod = self.pods.get(key)
             if pod is None or pod.phase != "Running":
                 continue
-            finished = pod.model_copy(deep=True)
-            finished.status.phase = "Succeeded"
-            self._store(finished)
+            self._store(pod.model_copy(update={"status": pod.status.model_copy(update={"phase": "Succeeded"})}))
             self.started.pop(key, None)
             done.append(key)
         return done
@@ -218,11 +216,9 @@ class World:
             if pod is None:
                 continue
             if decision.type == "bind":
-                bound = pod.model_copy(deep=True)
-                bound.spec.node_name = decision.node
-                bound.status.phase = "Running"
-                bound.status.start_time = format_time(now)
-                self._store(bound)
+                spec = pod.spec.model_copy(update={"node_name": decision.node})
+                status = pod.status.model_copy(update={"phase": "Running", "start_time": format_time(now)})
+                self._store(pod.model_copy(update={"spec": spec, "status": status}))
             elif decision.type == "evict":
                 self._store(restart_pod(pod))
         for uid, outcome in result.jobs.items():
@@ -230,14 +226,9 @@ class World:
             if group is None:
                 continue
             if group.status.phase != outcome.phase or group.status.running != outcome.running:
-                updated = group.model_copy(deep=True)
-                updated.status.phase = outcome.phase
-                updated.status.running, updated.status.succeeded, updated.status.failed = (
-                    outcome.running,
-                    outcome.succeeded,
-                    outcome.failed,
-                )
-                self._store(updated)
+                counts = {"running": outcome.running, "succeeded": outcome.succeeded, "failed": outcome.failed}
+                status = group.status.model_copy(update={"phase": outcome.phase, **counts})
+                self._store(group.model_copy(update={"status": status}))
             job = self.jobs.get(uid)
             if job is not None:
                 self._job_status(job, outcome)
@@ -250,11 +241,9 @@ class World:
         status = job.status
         if (status.state or {}).get("phase") == phase and (status.running, status.succeeded, status.failed, status.pending) == (*counts, pending):
             return
-        updated = job.model_copy(deep=True)
-        updated.status.state = {"phase": phase}
-        updated.status.running, updated.status.succeeded, updated.status.failed = counts
-        updated.status.pending = pending
-        self._store(updated)
+        running, succeeded, failed = counts
+        changes = {"state": {"phase": phase}, "running": running, "succeeded": succeeded, "failed": failed, "pending": pending}
+        self._store(job.model_copy(update={"status": status.model_copy(update=changes)}))
 
 
 def _duration(pod: Pod) -> float | None:
