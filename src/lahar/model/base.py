@@ -69,12 +69,22 @@ class K8sModel(BaseModel):
 
 
 def _prune(value: Any) -> Any:
-    """Drop empty strings, maps and lists, recursively (they carry no meaning in a manifest)."""
+    """Drop empty strings, maps and lists from maps, recursively (they carry no meaning in a
+    manifest); list items stay as they are, pruned inside. Every object written goes through
+    here, so it recurses only into maps and lists."""
     if isinstance(value, dict):
-        pruned = {k: _prune(v) for k, v in value.items()}
-        return {k: v for k, v in pruned.items() if v not in ("", {}, [])}
+        out = {}
+        for key, item in value.items():
+            if isinstance(item, (dict, list)):
+                item = _prune(item)
+                if not item:
+                    continue
+            elif item == "":
+                continue
+            out[key] = item
+        return out
     if isinstance(value, list):
-        return [_prune(v) for v in value]
+        return [_prune(item) if isinstance(item, (dict, list)) else item for item in value]
     return value
 
 
