@@ -104,8 +104,10 @@ def preempt(ssn: Session, stmt: Statement, preemptor: TaskInfo, keep: Callable[[
     )
     job = ssn.jobs[preemptor.job]
     queue = ssn.queues[job.queue]
-    possible = _possible_nodes(ssn, preemptor, job, phase)
     key = ssn.preemptable_key(preemptor)
+    possible = _possible_nodes(ssn, preemptor, job, phase, key)
+    if possible is not None and not possible:
+        return False
     candidates: list[tuple[NodeInfo, list[TaskInfo]]] = []
     for node in ssn.filter_unresolvable(preemptor):
         if (possible is not None and node.name not in possible) or memo.get(node.name) == node.version:
@@ -153,7 +155,7 @@ def _victims_on(ssn: Session, preemptor: TaskInfo, node: NodeInfo, keep: Callabl
     return victims
 
 
-def _possible_nodes(ssn: Session, preemptor: TaskInfo, job: JobInfo, phase: str) -> set[str] | None:
+def _possible_nodes(ssn: Session, preemptor: TaskInfo, job: JobInfo, phase: str, key: tuple | None) -> set[str] | None:
     """Nodes where the task could fit even if every candidate victim were evicted: FutureIdle
     plus the requests of the running, preemptable tasks it may take (its queue's other jobs in
     phase A, its own job in phase B). A cheap upper bound: nodes outside it cannot succeed."""
@@ -163,29 +165,51 @@ def _possible_nodes(ssn: Session, preemptor: TaskInfo, job: JobInfo, phase: str)
     req = index.request(preemptor.init_resreq)
     if req is None:
         return set()
-    held = _held(ssn, job.queue if phase == "A" else job.uid, phase)
+    held = _held(ssn, preemptor, job.queue if phase == "A" else job.uid, phase, key)
     cols, values = req
-    room = index.idle[:, cols] + index.releasing[:, cols] - index.pipelined[:, cols] + held[:, cols]
+    room = index.idle[:, cols] + index.releasing[:, cols] - index.pipelined[:, cols]
+    if held is not None:
+        room += held[:, cols]
     return {index.nodes[r].name for r in np.flatnonzero(index._fits(values, room))}
 
 
-def _held(ssn: Session, owner: str, phase: str) -> np.ndarray:
-    """Per node, the requests of running preemptable tasks of a queue (phase A) or job (phase B),
-    as of the first call in this action (evictions only make the true amount smaller)."""
+def _held(ssn: Session, preemptor: TaskInfo, owner: str, phase: str, key: tuple | None) -> np.ndarray | None:
+    """Per node, the requests of the running preemptable tasks of a queue (phase A) or job
+    (phase B) that Preemptable could let ``preemptor`` take (all of them when the plugins allow
+    no bound), as of the first call in this action for its preemptable key (evictions only make
+    the true amount smaller). None when there are none."""
     tables = ssn.memo.setdefault("held-" + phase, {})
-    if not tables:
-        index = ssn.node_index
-        for row, node in enumerate(index.nodes):
+    if (owner, key) not in tables:
+        held = _held_tasks(ssn, phase).get(owner, [])
+        tasks = [task for _, task in held]
+        bound = ssn.preemptable_bound(preemptor, tasks) if key is not None and tasks else None
+        if bound is not None:
+            allowed = {task.uid for task in bound}
+            held = [(row, task) for row, task in held if task.uid in allowed]
+        table = None
+        if held:
+            index = ssn.node_index
+            table = np.zeros(index.idle.shape)
+            for row, task in held:
+                table[row] += index._values(task.resreq)
+        tables[(owner, key)] = table
+    return tables[(owner, key)]
+
+
+def _held_tasks(ssn: Session, phase: str) -> dict[str, list[tuple[int, TaskInfo]]]:
+    """The running, preemptable tasks by queue (phase A) or job (phase B), with their node's row."""
+    found = ssn.memo.get("held-tasks-" + phase)
+    if found is None:
+        found = {}
+        for row, node in enumerate(ssn.node_index.nodes):
             for task in node.tasks.values():
                 if not preemptable_status(task.status) or not task.preemptable:
                     continue
                 owner_job = ssn.jobs.get(task.job)
-                if owner_job is None:
-                    continue
-                key = owner_job.queue if phase == "A" else owner_job.uid
-                table = tables.setdefault(key, np.zeros(index.idle.shape))
-                table[row] += index._values(task.resreq)
-    return tables.get(owner, np.zeros(ssn.node_index.idle.shape))
+                if owner_job is not None:
+                    found.setdefault(owner_job.queue if phase == "A" else owner_job.uid, []).append((row, task))
+        ssn.memo["held-tasks-" + phase] = found
+    return found
 
 
 def _fits(ssn: Session, queue: QueueInfo, task: TaskInfo, node: NodeInfo) -> bool:

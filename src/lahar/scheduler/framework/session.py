@@ -51,6 +51,7 @@ CALLBACK_FLAGS: dict[str, str | None] = {
     "deserved": None,
     "vector_predicate": "predicate",
     "preemptable_key": "preemptable",
+    "preemptable_per_task": "preemptable",
     "vector_node_order": "node_order",
 }
 
@@ -273,6 +274,34 @@ class Session:
 
     def preemptable(self, preemptor: TaskInfo, preemptees: list[TaskInfo]) -> list[TaskInfo] | None:
         return self._victims("preemptable", preemptor, preemptees)
+
+    def preemptable_bound(self, preemptor: TaskInfo, candidates: list[TaskInfo]) -> list[TaskInfo] | None:
+        """Every task that ``preemptable(preemptor, part)`` could answer, for any part of
+        ``candidates``: per tier, what all its voting plugins choose from the whole list, joined
+        over the tiers. Sound only when every enabled Preemptable plugin judges each candidate on
+        its own with a vote that does not depend on the list (it registered
+        ``preemptable_per_task``); None otherwise.
+
+        Why it holds: for such plugins a tier's answer on a part is its answer on the whole list
+        restricted to the part (or nothing, when a plugin chooses none of the part), and the
+        answer on a part is one tier's answer."""
+        per_task = self.fns.get("preemptable_per_task", {})
+        enabled = self._enabled("preemptable")
+        if any(option.name not in per_task for _, option, _ in enabled):
+            return None
+        bound: dict[str, TaskInfo] = {}
+        for tier in self.tiers:
+            chosen_in_tier: dict[str, TaskInfo] | None = None
+            for _, _, fn in (entry for entry in enabled if entry[0] is tier):
+                chosen, vote = fn(preemptor, candidates)
+                if vote == ABSTAIN:
+                    continue
+                picked = {task.uid: task for task in chosen}
+                chosen_in_tier = picked if chosen_in_tier is None else {u: t for u, t in chosen_in_tier.items() if u in picked}
+                if not chosen_in_tier:
+                    break
+            bound.update(chosen_in_tier or {})
+        return list(bound.values())
 
     def preemptable_key(self, preemptor: TaskInfo) -> tuple | None:
         """What every enabled Preemptable answer depends on, besides the candidates: equal keys

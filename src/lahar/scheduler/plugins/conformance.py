@@ -17,3 +17,4 @@ class ConformancePlugin(Plugin):
         ssn.add("preemptable", self.name, evictable)
         ssn.add("reclaimable", self.name, evictable)
         ssn.add("preemptable_key", self.name, lambda t: ())
+        ssn.add("preemptable_per_task", self.name, True)  # each candidate judged on its own

@@ -41,6 +41,7 @@ class PriorityPlugin(Plugin):
 
         ssn.add("preemptable", self.name, preemptable)
         ssn.add("preemptable_key", self.name, lambda t: (ssn.jobs[t.job].priority if t.job in ssn.jobs else None, t.priority))
+        ssn.add("preemptable_per_task", self.name, True)  # each candidate judged on its own
 
         def starving(job: JobInfo) -> bool:
             return job.ready_task_num() + job.waiting_task_num() < len(job.tasks)
