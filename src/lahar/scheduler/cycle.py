@@ -81,7 +81,9 @@ def close_session(ssn: Session) -> CycleResult:
             succeeded=job.count(TaskStatus.SUCCEEDED),
             failed=job.count(TaskStatus.FAILED),
         )
-    return CycleResult(ssn.decisions, outcomes, queue_allocations(ssn), ssn)
+    result = CycleResult(ssn.decisions, outcomes, queue_allocations(ssn), ssn)
+    ssn.release()
+    return result
 
 
 def run_cycle(state: ClusterState, conf: SchedulerConf, now: float = 0.0, uid: str = "cycle-0", columnar: bool = True) -> CycleResult:

@@ -107,6 +107,23 @@ class Session:
     evictions: int = 0  # evictions and un-evictions so far: caches depending on victims read it
     _enabled_cache: dict[str, list] = field(default_factory=dict)
 
+    def release(self) -> None:
+        """Drop what only the actions needed: plugins, their callbacks and the per-action
+        caches. Callbacks close over the session, so without this every session would be a
+        reference cycle left for the garbage collector; after it, the session (its jobs, nodes,
+        queue attributes and decisions, which stay readable) is freed as soon as nothing holds
+        it. Called once the cycle's result is built; no callback may be asked afterwards."""
+        self.plugins = {}
+        self.event_handlers = []
+        self.fns = {}
+        self._enabled_cache = {}
+        self.memo = {}
+        if self.node_index is not None:
+            self.node_index.views = {}  # allocate's per-request views score through the session
+            for node in self.node_index.nodes:
+                node.index = None  # the index and its nodes point at each other
+            self.node_index = None
+
     # ----------------------------------------------------------------- registration
 
     @property
