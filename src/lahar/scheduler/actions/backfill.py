@@ -46,6 +46,8 @@ def _pending_best_effort(ssn: Session) -> list[TaskInfo]:
     jobs: dict[str, PriorityQueue[JobInfo]] = {}
     tasks: dict[str, PriorityQueue[TaskInfo]] = {}
     for job in ssn.jobs.values():
+        if not job.best_effort_tasks:  # no task of it asks for nothing: none to backfill
+            continue
         if job.is_pending() or not ssn.job_valid(job)[0]:
             continue
         queue = ssn.queues.get(job.queue)
