@@ -18,6 +18,7 @@ seconds (loading included), replay seconds, cycles and the metrics' headline fig
 from __future__ import annotations
 
 import argparse
+import bisect
 import json
 import os
 import resource
@@ -42,6 +43,18 @@ def trace_path(kind: str, traces: str | None) -> Path:
     return path
 
 
+def _progress(every: int, arrivals: list[float]):
+    start = time.process_time()
+
+    def report(sim: Simulation, record) -> None:
+        if sim.cycle_count % every == 0:
+            arrived = bisect.bisect_right(arrivals, sim.now)
+            line = {"cycles": sim.cycle_count, "sim_seconds": round(sim.now), "jobs_arrived": arrived, "cpu_seconds": round(time.process_time() - start, 1)}
+            print(json.dumps(line), file=sys.stderr, flush=True)
+
+    return report
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("kind", choices=sorted(_FILES))
@@ -53,6 +66,7 @@ def main() -> None:
         help="with --limit-jobs: run on the cluster sized for the whole trace (the backlog the full replay meets), not one sized for the jobs kept",
     )
     parser.add_argument("--profile", action="store_true", help="pyinstrument profile of the replay on stderr")
+    parser.add_argument("--progress", type=int, default=0, metavar="N", help="every N cycles, a line on stderr: cycles, simulated time, jobs arrived, CPU so far")
     args = parser.parse_args()
     path = trace_path(args.kind, args.traces)
     t0 = time.perf_counter()
@@ -61,7 +75,8 @@ def main() -> None:
         workload.nodes = build_workload(f"{args.kind}:{path}").nodes
     objects, _ = workload.objects(None)
     collector = MetricsCollector()
-    sim = Simulation(objects, load_config(default_config_text()), period=1.0, observers=[collector])
+    observers = [collector, _progress(args.progress, sorted(j.arrival for j in workload.jobs))] if args.progress else [collector]
+    sim = Simulation(objects, load_config(default_config_text()), period=1.0, observers=observers)
     sim.keep_cycles = False
     t1, c1 = time.perf_counter(), time.process_time()
     if args.profile:
