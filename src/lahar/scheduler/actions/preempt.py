@@ -155,7 +155,7 @@ def _victims_on(ssn: Session, preemptor: TaskInfo, node: NodeInfo, keep: Callabl
     return victims
 
 
-def _possible_nodes(ssn: Session, preemptor: TaskInfo, job: JobInfo, phase: str, key: tuple | None) -> set[str] | None:
+def _possible_nodes(ssn: Session, preemptor: TaskInfo, job: JobInfo, phase: str, key: tuple | None) -> frozenset[str] | None:
     """Nodes where the task could fit even if every candidate victim were evicted: FutureIdle
     plus the requests of the running, preemptable tasks it may take (its queue's other jobs in
     phase A, its own job in phase B). A cheap upper bound: nodes outside it cannot succeed."""
@@ -164,13 +164,20 @@ def _possible_nodes(ssn: Session, preemptor: TaskInfo, job: JobInfo, phase: str,
         return None
     req = index.request(preemptor.init_resreq)
     if req is None:
-        return set()
+        return frozenset()
     held = _held(ssn, preemptor, job.queue if phase == "A" else job.uid, phase, key)
-    cols, values = req
-    room = index.idle[:, cols] + index.releasing[:, cols] - index.pipelined[:, cols]
-    if held is not None:
-        room += held[:, cols]
-    return {index.nodes[r].name for r in np.flatnonzero(index._fits(values, room))}
+    # The same request against the same victims' table, while no node changed, has the same
+    # answer (many waiting jobs ask alike, and most may take no victim at all).
+    memo = ssn.memo.setdefault("possible-nodes", {})
+    memo_key = (id(req), id(held) if held is not None else None, len(index.changes))
+    found = memo.get(memo_key)
+    if found is None:
+        cols, values = req
+        room = index.idle[:, cols] + index.releasing[:, cols] - index.pipelined[:, cols]
+        if held is not None:
+            room += held[:, cols]
+        found = memo[memo_key] = frozenset(index.nodes[r].name for r in np.flatnonzero(index._fits(values, room)))
+    return found
 
 
 def _held(ssn: Session, preemptor: TaskInfo, owner: str, phase: str, key: tuple | None) -> np.ndarray | None:
