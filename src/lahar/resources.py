@@ -28,7 +28,7 @@ from enum import IntEnum
 from fractions import Fraction
 from typing import Iterable, Mapping
 
-from lahar.quantity import QuantityFormat, format_quantity, parse_quantity, to_milli, to_units
+from lahar.quantity import QuantityFormat, format_quantity, to_milli, to_units
 
 __all__ = [
     "Resource",

@@ -129,7 +129,7 @@ def vcjob(name: str, queue: str, rng: random.Random) -> dict:
     replicas = rng.randint(1, 3)
     cpu, memory = rng.choice(("500m", "1", "2", "3")), rng.choice(("512Mi", "1Gi", "2Gi"))
     task = {"name": "worker", "replicas": replicas, "template": {"spec": {"containers": [container(cpu, memory)]}}}
-    return {"apiVersion": f"batch.volcano.sh/v1alpha1", "kind": "Job", "metadata": {"name": name}, "spec": {"queue": queue, "minAvailable": replicas, "tasks": [task]}}
+    return {"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job", "metadata": {"name": name}, "spec": {"queue": queue, "minAvailable": replicas, "tasks": [task]}}
 
 
 def podgroup_with_pods(name: str, queue: str, rng: random.Random) -> tuple[dict, list[dict]]:

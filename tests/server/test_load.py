@@ -9,7 +9,6 @@ twice, and each queue's status.allocated is the sum of its running pods' request
 
 from __future__ import annotations
 
-import httpx
 from loadgen import Load, ServerProcess, check_acknowledged, check_allocations_settle, check_nodes, free_port, seed_cluster
 
 CLIENTS, SECONDS = 50, 15.0
@@ -26,7 +25,7 @@ def test_fifty_clients_keep_every_invariant(tmp_path):
         assert not load.violations, load.violations[:10]
         with server.client() as c:
             counts = check_acknowledged(c, load.ledger)
-            pods = check_nodes(c)
+            check_nodes(c)
             check_allocations_settle(c)
             load.follow(1)  # the watch catches up with the settled state
             final = c.get("/api/v1/pods").json()["items"]

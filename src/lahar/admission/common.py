@@ -76,7 +76,7 @@ def check_metadata(errors: list[FieldError], meta: ObjectMeta, *, label_name: bo
         if len(value) > 63:
             errors.append(FieldError.invalid(f"metadata.labels[{key}]", value, "must be at most 63 characters"))
     if sum(len(k) + len(v) for k, v in meta.annotations.items()) > MAX_ANNOTATION_BYTES:
-        errors.append(FieldError(f"metadata.annotations", ErrorType.TOO_LONG, f"must total at most {MAX_ANNOTATION_BYTES} bytes"))
+        errors.append(FieldError("metadata.annotations", ErrorType.TOO_LONG, f"must total at most {MAX_ANNOTATION_BYTES} bytes"))
 
 
 def check_resource_list(errors: list[FieldError], path: str, values: Mapping[str, str] | None) -> None:
