@@ -122,6 +122,8 @@ def preempt(ssn: Session, stmt: Statement, preemptor: TaskInfo, keep: Callable[[
             memo[node.name] = node.version
             continue
         candidates.append((node, victims))
+    if candidates and not any(victims for _, victims in candidates) and not ssn.allocatable(queue, preemptor):
+        return False  # nothing to evict anywhere, so the queue stays as it is and refuses on every node
     victims_at = {node.name: victims for node, victims in candidates}
     for node in _by_score(ssn, preemptor, [node for node, _ in candidates]):
         victims = victims_at[node.name]
