@@ -346,7 +346,9 @@ class JobInfo:
         return sum(len(index[s]) for s in _VALID if s in index)
 
     def is_ready(self) -> bool:
-        return self.ready_task_num() + self.pending_best_effort_task_num() >= self.min_available
+        if self._ready >= self.min_available:  # job order asks in every heap comparison
+            return True
+        return self._ready + self.pending_best_effort_task_num() >= self.min_available
 
     def is_pipelined(self) -> bool:
         return self.waiting_task_num() + self.ready_task_num() + self.pending_best_effort_task_num() >= self.min_available
