@@ -175,10 +175,9 @@ class Session:
         return self._first_nonzero("job_order", left, right)
 
     def job_order_fn(self, left: JobInfo, right: JobInfo) -> bool:
-        for _, _, fn in self._enabled("job_order"):  # job_order_compare inlined: every heap step asks
-            result = fn(left, right)
-            if result != 0:
-                return result < 0
+        result = self.job_order_compare(left, right)
+        if result != 0:
+            return result < 0
         if left.creation == right.creation:
             return left.uid < right.uid
         return left.creation < right.creation
