@@ -61,15 +61,22 @@ class ProportionPlugin(Plugin):
 
     def _reclaimable(self, ssn: Session):
         def reclaimable(reclaimer: TaskInfo, reclaimees: list[TaskInfo]):
+            """A queue at or below its share gives nothing (its allocation only falls here), so
+            only a queue above it gets a working copy of its allocation to count down."""
             victims: list[TaskInfo] = []
-            allocations: dict[str, Resource] = {}
+            allocations: dict[str, Resource | None] = {}
             for task in reclaimees:
                 job = ssn.jobs.get(task.job)
                 attr = self.attrs.get(job.queue) if job else None
                 if attr is None:
                     continue
-                allocated = allocations.setdefault(job.queue, attr.allocated.clone())
-                if not allocated.less_equal(attr.deserved, Dim.ZERO):
+                if job.queue in allocations:
+                    allocated = allocations[job.queue]
+                elif attr.allocated.less_equal(attr.deserved, Dim.ZERO):
+                    allocated = allocations[job.queue] = None
+                else:
+                    allocated = allocations[job.queue] = attr.allocated.clone()
+                if allocated is not None and not allocated.less_equal(attr.deserved, Dim.ZERO):
                     allocated.sub(task.resreq)
                     victims.append(task)
             return victims, PERMIT
