@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 from lahar.resources import Resource
 from lahar.scheduler.api import JobInfo, TaskInfo, TaskStatus
 
+ALLOCATED = {TaskStatus.BOUND, TaskStatus.BINDING, TaskStatus.RUNNING, TaskStatus.ALLOCATED}
 READY = {TaskStatus.BOUND, TaskStatus.BINDING, TaskStatus.RUNNING, TaskStatus.ALLOCATED, TaskStatus.SUCCEEDED}
 STATUSES = list(TaskStatus)
 operations = st.lists(st.tuples(st.sampled_from(["add", "status", "delete", "clone"]), st.integers(0, 5), st.sampled_from(STATUSES)), max_size=40)
@@ -29,3 +30,33 @@ def test_ready_count_matches_the_tasks(ops):
         elif op == "clone":
             job = job.clone()
         assert job.ready_task_num() == sum(1 for t in job.tasks.values() if t.status in READY)
+
+
+def _values(resource: Resource) -> dict[str, float]:
+    """cpu, memory and every scalar with a value other than zero."""
+    out = {"cpu": resource.milli_cpu, "memory": resource.memory}
+    out.update({name: value for name, value in (resource.scalars or {}).items() if value})
+    return out
+
+
+@settings(max_examples=200, deadline=None)
+@given(operations, st.lists(st.integers(0, 8), min_size=6, max_size=6))
+def test_allocated_is_the_sum_of_the_allocated_tasks(ops, gpus):
+    """proportion and capacity add ``job.allocated`` to their queue's allocation in one step."""
+    job = JobInfo("ns/j", "j", "ns", "q", min_available=2)
+    for op, index, status in ops:
+        uid = f"t{index}"
+        if op == "add" and uid not in job.tasks:
+            scalars = {"nvidia.com/gpu": gpus[index] * 1000.0} if gpus[index] else None
+            job.add_task(TaskInfo(uid, uid, "ns", "ns/j", Resource(500.0 * (index + 1), 2.0**30 * index, scalars), status=status))
+        elif op == "status" and uid in job.tasks:
+            job.update_task_status(job.tasks[uid], status)
+        elif op == "delete" and uid in job.tasks:
+            job.delete_task(job.tasks[uid])
+        elif op == "clone":
+            job = job.clone()
+        expected = Resource()
+        for task in job.tasks.values():
+            if task.status in ALLOCATED:
+                expected.add(task.resreq)
+        assert _values(job.allocated) == _values(expected)
