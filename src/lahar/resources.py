@@ -185,6 +185,19 @@ class Resource:
                 self.scalars[name] = self.scalars.get(name, 0.0) + value
         return self
 
+    def add_nonzero(self, other: "Resource") -> "Resource":
+        """Add ``other``, leaving out its scalars at zero: a sum kept up by adding and taking
+        away (a job's allocation) adds in as the sum of what is in it now would."""
+        self.milli_cpu += other.milli_cpu
+        self.memory += other.memory
+        if other.scalars:
+            scalars = self.scalars if self.scalars is not None else {}
+            for name, value in other.scalars.items():
+                if value:
+                    scalars[name] = scalars.get(name, 0.0) + value
+            self.scalars = scalars
+        return self
+
     def sub(self, other: "Resource") -> "Resource":
         """Subtract; values may go negative. Without a scalar map of its own, other's scalars are ignored."""
         self.milli_cpu -= other.milli_cpu

@@ -15,7 +15,7 @@ from typing import Any
 
 from lahar.resources import Resource
 from lahar.scheduler.actions import ACTIONS
-from lahar.scheduler.api import JobInfo, TaskStatus, allocated_status, completed_status, scheduled_status
+from lahar.scheduler.api import JobInfo, TaskStatus, completed_status, scheduled_status
 from lahar.scheduler.cache import ClusterState
 from lahar.scheduler.columnar import NodeIndex
 from lahar.scheduler.framework.config import SchedulerConf
@@ -146,14 +146,13 @@ def podgroup_phase(job: JobInfo, unschedulable: bool) -> str:
 def queue_allocations(ssn: Session) -> dict[str, Resource]:
     """Each queue's allocated resources, added to every ancestor when a root queue exists."""
     totals: dict[str, Resource] = {name: Resource() for name in ssn.queues}
+    tree = "root" in ssn.queues
     for job in ssn.jobs.values():
-        for status, tasks in job.status_index.items():
-            if not allocated_status(status):
-                continue
-            for task in tasks.values():
-                totals[job.queue].add(task.resreq)
-                if "root" in ssn.queues:
-                    _add_to_ancestors(ssn, job.queue, task.resreq, totals)
+        held = job.allocated  # JobInfo keeps it as the sum over its allocated tasks
+        if held.milli_cpu or held.memory or (held.scalars and any(held.scalars.values())):
+            totals[job.queue].add_nonzero(held)
+            if tree:
+                _add_to_ancestors(ssn, job.queue, held, totals)
     return totals
 
 
@@ -165,5 +164,5 @@ def _add_to_ancestors(ssn: Session, queue_name: str, amount: Resource, totals: d
         if parent in seen or parent not in totals:
             break
         seen.add(parent)
-        totals[parent].add(amount)
+        totals[parent].add_nonzero(amount)
         current = ssn.queues.get(parent)

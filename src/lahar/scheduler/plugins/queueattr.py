@@ -51,25 +51,12 @@ def capability_of(spec_capability: dict | None) -> Resource | None:
 
 def add_job(attr: QueueAttr, job: JobInfo) -> None:
     """Add one job's tasks and reservations to its queue's accounting."""
-    _add_held(attr.allocated, job.allocated)
-    _add_held(attr.request, job.allocated)
+    attr.allocated.add_nonzero(job.allocated)  # JobInfo keeps it as the sum over its allocated tasks
+    attr.request.add_nonzero(job.allocated)
     for task in job.status_index.get(TaskStatus.PENDING, {}).values():
         attr.request.add(task.resreq)
     attr.inqueue.add(job_inqueue(job))
     attr.elastic.add(job.get_elastic_resources())
-
-
-def _add_held(total: Resource, held: Resource) -> None:
-    """Add a job's allocation: cpu, memory and the scalars it holds some of (a scalar its
-    tasks gave back entirely stays out, as if summed task by task)."""
-    total.milli_cpu += held.milli_cpu
-    total.memory += held.memory
-    if held.scalars:
-        scalars = total.scalars if total.scalars is not None else {}
-        for name, value in held.scalars.items():
-            if value:
-                scalars[name] = scalars.get(name, 0.0) + value
-        total.scalars = scalars
 
 
 def job_inqueue(job: JobInfo) -> Resource:
