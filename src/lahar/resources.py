@@ -48,6 +48,7 @@ __all__ = [
 ]
 
 MIN_RESOURCE = 0.1
+_new_resource = object.__new__
 MAX_FLOAT = sys.float_info.max
 MAX_INT64 = float(2**63 - 1)
 
@@ -142,7 +143,14 @@ class Resource:
         return cls(MAX_FLOAT, MAX_FLOAT, None, sys.maxsize)
 
     def clone(self) -> "Resource":
-        return Resource(self.milli_cpu, self.memory, self.scalars, self.max_task_num)
+        """A copy. Values are already floats (the constructor and every operation keep them so),
+        so the copy skips the constructor's conversions: a cycle clones hundreds of thousands."""
+        twin = _new_resource(Resource)
+        twin.milli_cpu = self.milli_cpu
+        twin.memory = self.memory
+        twin.scalars = self.scalars.copy() if self.scalars is not None else None
+        twin.max_task_num = self.max_task_num
+        return twin
 
     # ----------------------------------------------------------------- reading
 

@@ -171,3 +171,13 @@ def test_max_min_bounds(a, b):
     hi, lo = res_max(a, b), res_min(a, b)
     assert a.less_equal(hi, Dim.ZERO) and b.less_equal(hi, Dim.ZERO)
     assert lo.less_equal(a, Dim.ZERO) and lo.less_equal(b, Dim.ZERO)
+
+
+@given(resources, resources)
+def test_a_clone_is_equal_and_independent(a, b):
+    a.max_task_num = 7
+    twin = a.clone()
+    assert twin == a and twin.max_task_num == 7 and (twin.scalars is None) == (a.scalars is None)
+    before = a.clone()
+    twin.add(b).add_scalar("example.com/fpga", 1000.0)
+    assert a == before
