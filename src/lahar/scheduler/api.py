@@ -262,6 +262,7 @@ class JobInfo:
         self.best_effort_tasks = False  # whether any task ever added asks for nothing
         self.status_index: dict[TaskStatus, dict[str, TaskInfo]] = {}
         self._ready = 0  # tasks in a ready status (_READY), kept with status_index: job order asks often
+        self.changes = 0  # bumped by every change to tasks, status_index, allocated or total_request
         self.allocated = Resource()
         self.total_request = Resource()
         self.fit_errors: dict[str, FitErrors] = {}
@@ -272,6 +273,7 @@ class JobInfo:
     # ----------------------------------------------------------------- membership
 
     def add_task(self, task: TaskInfo) -> None:
+        self.changes += 1
         if task.best_effort:
             self.best_effort_tasks = True
         self.tasks[task.uid] = task
@@ -286,6 +288,7 @@ class JobInfo:
         known = self.tasks.pop(task.uid, None)
         if known is None:
             return
+        self.changes += 1
         if known.status in _READY_SET:
             self._ready -= 1
         self.total_request.sub(known.resreq)
@@ -443,6 +446,16 @@ class JobInfo:
         twin.tasks = {uid: task.clone() for uid, task in self.tasks.items()}
         twin.status_index = {s: {uid: twin.tasks[uid] for uid in bucket} for s, bucket in self.status_index.items()}
         twin.allocated, twin.total_request = self.allocated.clone(), self.total_request.clone()
+        twin.fit_errors, twin.conditions = {}, [dict(c) for c in self.conditions]
+        return twin
+
+    def refresh(self, twin: "JobInfo") -> "JobInfo":
+        """``twin``, an earlier ``clone()`` of this job, made equal to a fresh clone again: its own
+        tasks and sums are kept, everything else is read from this job again. Only valid while
+        neither job changed its tasks since the clone (``changes`` on both sides tells)."""
+        owned = twin.tasks, twin.status_index, twin.allocated, twin.total_request, twin.task_min_available, twin.changes
+        twin.__dict__.update(self.__dict__)
+        twin.tasks, twin.status_index, twin.allocated, twin.total_request, twin.task_min_available, twin.changes = owned
         twin.fit_errors, twin.conditions = {}, [dict(c) for c in self.conditions]
         return twin
 

@@ -148,6 +148,8 @@ class ClusterState:
     priority_classes: dict[str, PriorityClass] = field(default_factory=dict)
     tasks: dict[str, TaskInfo] = field(default_factory=dict)
     orphans: dict[str, Pod] = field(default_factory=dict)
+    # the last snapshot's job copies: uid -> (job, its changes, copy, the copy's changes)
+    handed: dict[str, tuple[JobInfo, int, JobInfo, int]] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
     def from_objects(cls, objects: Iterable[ApiObject]) -> "ClusterState":
@@ -245,14 +247,28 @@ class ClusterState:
                 fresh.add_task(task)
 
     def snapshot(self) -> tuple[dict[str, JobInfo], dict[str, NodeInfo], list[NodeInfo], dict[str, QueueInfo]]:
-        """Session copies: jobs of existing queues, Ready nodes holding the copied tasks."""
-        jobs = {uid: job.clone() for uid, job in sorted(self.jobs.items()) if job.queue in self.queues}
+        """Session copies: jobs of existing queues, Ready nodes holding the copied tasks.
+
+        A job copy is the session's own until the next snapshot, which takes it back when
+        neither the job here nor the copy changed a task since (no deep copy of what did not
+        change; ``JobInfo.refresh`` makes it equal to a fresh clone)."""
+        jobs = {uid: self._session_copy(uid, job) for uid, job in sorted(self.jobs.items()) if job.queue in self.queues}
+        self.handed = {uid: (self.jobs[uid], self.jobs[uid].changes, twin, twin.changes) for uid, twin in jobs.items()}
         by_uid = {t.uid: t for job in jobs.values() for t in job.tasks.values()}
         nodes: dict[str, NodeInfo] = {}
         for name, node in self.nodes.items():
             if node.ready:
                 nodes[name] = node.clone_with(by_uid)
         return jobs, nodes, list(nodes.values()), dict(self.queues)
+
+
+    def _session_copy(self, uid: str, job: JobInfo) -> JobInfo:
+        kept = self.handed.get(uid)
+        if kept is not None:
+            original, changes, twin, twin_changes = kept
+            if original is job and job.changes == changes and twin.changes == twin_changes:
+                return job.refresh(twin)
+        return job.clone()
 
 
 _TERMINAL = (TaskStatus.SUCCEEDED, TaskStatus.FAILED)
