@@ -126,15 +126,20 @@ def _deserved_reason(ssn: Session, job: JobInfo) -> dict:
     request = Resource()
     for task in job.tasks_in(TaskStatus.PENDING):
         request.add(task.resreq)
+    # the queue's figures are the same for all its waiting jobs: written once per session
+    shown = ssn.memo.setdefault("reason-quantities", {})
+    if job.queue not in shown:
+        shown[job.queue] = (_quantities(deserved), _quantities(allocated))
+    deserved_text, allocated_text = shown[job.queue]
     if not request.clone().less_equal(deserved, Dim.ZERO) or allocated.less_equal(Resource(), Dim.ZERO):
         message = (
             f"the job asks for {_quantities(request)}, more than queue {job.queue} deserves "
-            f"({_quantities(deserved)}); it can start only on idle capacity, and reclaiming from other "
+            f"({deserved_text}); it can start only on idle capacity, and reclaiming from other "
             "queues would take this queue over its deserved share"
         )
     else:
         message = (
-            f"queue {job.queue} has used its deserved share ({_quantities(allocated)} of {_quantities(deserved)}); "
+            f"queue {job.queue} has used its deserved share ({allocated_text} of {deserved_text}); "
             f"the job's {_quantities(request)} must wait until the queue's usage falls or its share grows"
         )
     return {"kind": "deserved", "message": message}

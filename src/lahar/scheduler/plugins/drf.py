@@ -8,7 +8,7 @@ still no larger than the victim's.
 from __future__ import annotations
 
 from lahar.resources import MIN_RESOURCE, Resource, share
-from lahar.scheduler.api import TaskInfo, allocated_status
+from lahar.scheduler.api import TaskInfo
 from lahar.scheduler.framework.session import EventHandler, PERMIT, Session
 from lahar.scheduler.plugins.base import Plugin
 
@@ -24,11 +24,7 @@ class DrfPlugin(Plugin):
         self.allocated: dict[str, Resource] = {}
         self.shares: dict[str, float] = {}
         for job in ssn.jobs.values():
-            allocated = Resource()
-            for status, tasks in job.status_index.items():
-                if allocated_status(status):
-                    for task in tasks.values():
-                        allocated.add(task.resreq)
+            allocated = job.allocated.clone()  # JobInfo keeps it as the sum over its allocated tasks
             self.allocated[job.uid] = allocated
             self.shares[job.uid] = self._share(allocated)
         ssn.add("preemptable", self.name, self._preemptable)

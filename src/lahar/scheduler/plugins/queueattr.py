@@ -55,8 +55,26 @@ def add_job(attr: QueueAttr, job: JobInfo) -> None:
     attr.request.add_nonzero(job.allocated)
     for task in job.status_index.get(TaskStatus.PENDING, {}).values():
         attr.request.add(task.resreq)
-    attr.inqueue.add(job_inqueue(job))
-    attr.elastic.add(job.get_elastic_resources())
+    if job.podgroup is not None and job.podgroup.spec.min_resources is not None:
+        attr.inqueue.add(job_inqueue(job))  # without minResources a job reserves nothing
+    if job.min_resources is not None:
+        attr.elastic.add(job.get_elastic_resources())
+    else:
+        _add_positive(attr.elastic, job.allocated)  # all it holds is elastic
+
+
+def _add_positive(total: Resource, held: Resource) -> None:
+    """``total.add(held's positive part)`` without building that part (most jobs hold no minimum)."""
+    if held.milli_cpu > 0:
+        total.milli_cpu += held.milli_cpu
+    if held.memory > 0:
+        total.memory += held.memory
+    if held.scalars:
+        for name, value in held.scalars.items():
+            if value > 0:
+                if total.scalars is None:
+                    total.scalars = {}
+                total.scalars[name] = total.scalars.get(name, 0.0) + value
 
 
 def job_inqueue(job: JobInfo) -> Resource:

@@ -1,0 +1,71 @@
+"""A queue's accounting (``queueattr.add_job``, shared by proportion and capacity) adds, for each
+job, exactly what Volcano's per-job formulas give: ``allocated``, ``request`` (allocated plus
+pending), ``inqueue`` (``GetInqueueResource``) and ``elastic`` (``GetElasticResources``), with
+and without minResources, including scalars that are zero or negative in a job's running sum."""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from lahar.model import PodGroup
+from lahar.resources import Resource
+from lahar.scheduler.api import JobInfo, TaskInfo, TaskStatus
+from lahar.scheduler.plugins.queueattr import QueueAttr, add_job, job_inqueue
+
+GPU = "nvidia.com/gpu"
+ALLOCATED = {TaskStatus.BOUND, TaskStatus.BINDING, TaskStatus.RUNNING, TaskStatus.ALLOCATED}
+statuses = st.sampled_from([TaskStatus.PENDING, TaskStatus.RUNNING, TaskStatus.ALLOCATED, TaskStatus.PIPELINED, TaskStatus.SUCCEEDED])
+tasks = st.lists(st.tuples(statuses, st.integers(0, 4000), st.integers(0, 8), st.booleans()), max_size=6)
+minimums = st.none() | st.fixed_dictionaries({"cpu": st.integers(0, 8000), GPU: st.integers(0, 16)})
+
+
+def _job(index: int, members, minimum, phase: str) -> JobInfo:
+    min_resources = None
+    podgroup = None
+    if minimum is not None:
+        min_resources = Resource(float(minimum["cpu"]), 0.0, {GPU: minimum[GPU] * 1000.0})
+        podgroup = PodGroup.model_validate(
+            {"metadata": {"name": f"j{index}"}, "spec": {"minMember": 1, "queue": "q", "minResources": {"cpu": f"{minimum['cpu']}m", GPU: str(minimum[GPU])}}, "status": {"phase": phase}}
+        )
+    job = JobInfo(f"ns/j{index}", f"j{index}", "ns", "q", min_available=1, podgroup=podgroup, min_resources=min_resources)
+    job.phase = phase
+    for n, (status, cpu, gpus, leaves) in enumerate(members):
+        scalars = {GPU: gpus * 1000.0} if gpus else None
+        task = TaskInfo(f"t{index}-{n}", f"t{n}", "ns", job.uid, Resource(float(cpu), 2.0**20 * n, scalars), status=status)
+        job.add_task(task)
+        if leaves:  # its share of the running sum goes back to zero (a gpu key at 0.0 may stay)
+            job.delete_task(task)
+    return job
+
+
+def _expected(jobs: list[JobInfo]) -> dict[str, Resource]:
+    totals = {name: Resource() for name in ("allocated", "request", "inqueue", "elastic")}
+    for job in jobs:
+        for task in job.tasks.values():
+            if task.status in ALLOCATED:
+                totals["allocated"].add(task.resreq)
+                totals["request"].add(task.resreq)
+            elif task.status is TaskStatus.PENDING:
+                totals["request"].add(task.resreq)
+        totals["inqueue"].add(job_inqueue(job))
+        totals["elastic"].add(job.get_elastic_resources())
+    return totals
+
+
+def _values(resource: Resource) -> dict[str, float]:
+    out = {"cpu": resource.milli_cpu, "memory": resource.memory}
+    out.update({name: value for name, value in (resource.scalars or {}).items() if value})
+    return out
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(tasks, minimums, st.sampled_from(["Pending", "Inqueue", "Running"])), max_size=5))
+def test_add_job_matches_the_per_job_formulas(specs):
+    jobs = [_job(i, members, minimum, phase) for i, (members, minimum, phase) in enumerate(specs)]
+    attr = QueueAttr("q")
+    for job in jobs:
+        add_job(attr, job)
+    expected = _expected(jobs)
+    for name, total in expected.items():
+        assert _values(getattr(attr, name)) == _values(total), name
