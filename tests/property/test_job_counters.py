@@ -1,5 +1,5 @@
 """``JobInfo`` keeps its ready-task count with its status index: after any sequence of adds,
-status changes, deletes and clones it equals a count of the tasks themselves."""
+status changes, deletes and clones it (and the valid-task count) equals a count of the tasks themselves."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from lahar.scheduler.api import JobInfo, TaskInfo, TaskStatus
 
 ALLOCATED = {TaskStatus.BOUND, TaskStatus.BINDING, TaskStatus.RUNNING, TaskStatus.ALLOCATED}
 READY = {TaskStatus.BOUND, TaskStatus.BINDING, TaskStatus.RUNNING, TaskStatus.ALLOCATED, TaskStatus.SUCCEEDED}
+VALID = {*READY, TaskStatus.PIPELINED, TaskStatus.PENDING}  # gang: every status but Releasing, Failed, Unknown
 STATUSES = list(TaskStatus)
 operations = st.lists(st.tuples(st.sampled_from(["add", "status", "delete", "clone"]), st.integers(0, 5), st.sampled_from(STATUSES)), max_size=40)
 
@@ -30,6 +31,7 @@ def test_ready_count_matches_the_tasks(ops):
         elif op == "clone":
             job = job.clone()
         assert job.ready_task_num() == sum(1 for t in job.tasks.values() if t.status in READY)
+        assert job.valid_task_num() == sum(1 for t in job.tasks.values() if t.status in VALID)
 
 
 def _values(resource: Resource) -> dict[str, float]:

@@ -63,6 +63,8 @@ _VALID = (
     TaskStatus.BOUND, TaskStatus.BINDING, TaskStatus.RUNNING, TaskStatus.ALLOCATED,
     TaskStatus.SUCCEEDED, TaskStatus.PIPELINED, TaskStatus.PENDING,
 )  # fmt: skip
+_NOT_VALID = (TaskStatus.RELEASING, TaskStatus.FAILED, TaskStatus.UNKNOWN)  # every status not in _VALID
+assert set(_VALID) | set(_NOT_VALID) == set(TaskStatus) and not set(_VALID) & set(_NOT_VALID)
 _READY = (TaskStatus.BOUND, TaskStatus.BINDING, TaskStatus.RUNNING, TaskStatus.ALLOCATED, TaskStatus.SUCCEEDED)
 _READY_SET = frozenset(_READY)
 
@@ -345,8 +347,15 @@ class JobInfo:
         return sum(1 for t in pending.values() if t.best_effort)
 
     def valid_task_num(self) -> int:
+        """Tasks in a valid status: all but the few in the three statuses that are not (gang's
+        job_valid asks for every job in several actions each cycle)."""
         index = self.status_index
-        return sum(len(index[s]) for s in _VALID if s in index)
+        invalid = 0
+        for status in _NOT_VALID:
+            bucket = index.get(status)
+            if bucket:
+                invalid += len(bucket)
+        return len(self.tasks) - invalid
 
     def is_ready(self) -> bool:
         if self._ready >= self.min_available:  # job order asks in every heap comparison

@@ -57,6 +57,8 @@ def _build_context(ssn: Session):
             if ssn.enqueue_enabled:
                 continue
             job.phase = "Inqueue"
+        if TaskStatus.PENDING not in job.status_index:
+            continue  # nothing to place (most jobs of a busy cluster): the checks below are pure
         if not ssn.job_valid(job)[0]:
             continue
         queue = ssn.queues.get(job.queue)
