@@ -360,6 +360,8 @@ class JobInfo:
     def is_ready(self) -> bool:
         if self._ready >= self.min_available:  # job order asks in every heap comparison
             return True
+        if not self.best_effort_tasks:  # no task asks for nothing: none can count as ready
+            return False
         return self._ready + self.pending_best_effort_task_num() >= self.min_available
 
     def is_pipelined(self) -> bool:
