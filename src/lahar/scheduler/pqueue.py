@@ -9,7 +9,7 @@ rest, and removes the last. ``heapq`` cannot take a comparator, hence this small
 
 from __future__ import annotations
 
-from typing import Callable, Generic, Iterable, TypeVar
+from typing import Callable, Generic, Iterable, Iterator, TypeVar
 
 T = TypeVar("T")
 
@@ -30,6 +30,10 @@ class PriorityQueue(Generic[T]):
 
     def empty(self) -> bool:
         return not self._items
+
+    def __iter__(self) -> Iterator[T]:
+        """The entries in no particular order (the heap's own), without taking them out."""
+        return iter(list(self._items))
 
     def push(self, item: T) -> None:
         self._items.append(item)

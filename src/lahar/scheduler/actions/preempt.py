@@ -45,6 +45,8 @@ def execute(ssn: Session) -> None:
 
 
 def _between_jobs(ssn: Session, jobs: PriorityQueue[JobInfo], tasks: dict[str, PriorityQueue[TaskInfo]]) -> None:
+    if all(_nothing_to_do(ssn, job, tasks[job.uid]) for job in jobs):
+        return  # taking the jobs in order would change nothing (a deep backlog pays for the heap)
     while not jobs.empty():
         job = jobs.pop()
         stmt = Statement(ssn)
@@ -93,21 +95,22 @@ def preempt(ssn: Session, stmt: Statement, preemptor: TaskInfo, keep: Callable[[
     with every allowed victim gone are skipped until they change (their version moves): the
     victims allowed there can only shrink during the action, and gangs of identical tasks would
     otherwise scan the whole cluster once per task.
+
+    When no node holds a task it may take, nothing can be evicted, so the task can only be
+    pipelined where it fits as it is, and only if its queue allows it (``Allocatable``): a queue
+    that refuses it gives up before any node is looked at (a deep backlog of waiting jobs in a
+    queue at its deserved share would otherwise test every node for every one of them).
     """
-    if preemptor.preemption_policy == "Never" or not _nomination_allows(ssn, preemptor):
-        return False
-    if ssn.pre_predicate(preemptor):
+    job = ssn.jobs[preemptor.job]
+    queue = ssn.queues[job.queue]
+    key = ssn.preemptable_key(preemptor)
+    possible = _prospects(ssn, preemptor, job, queue, key, phase)
+    if possible is not None and not possible:
         return False
     memo = ssn.memo.setdefault("preempt-failed", {}).setdefault(
         (phase, preemptor.job, preemptor.priority, preemptor.best_effort, preemptor.init_resreq.milli_cpu, preemptor.init_resreq.memory, tuple(sorted((preemptor.init_resreq.scalars or {}).items()))),
         {},
     )
-    job = ssn.jobs[preemptor.job]
-    queue = ssn.queues[job.queue]
-    key = ssn.preemptable_key(preemptor)
-    possible = _possible_nodes(ssn, preemptor, job, phase, key)
-    if possible is not None and not possible:
-        return False
     candidates: list[tuple[NodeInfo, list[TaskInfo]]] = []
     for node in ssn.filter_unresolvable(preemptor):
         if (possible is not None and node.name not in possible) or memo.get(node.name) == node.version:
@@ -143,6 +146,32 @@ def preempt(ssn: Session, stmt: Statement, preemptor: TaskInfo, keep: Callable[[
     return False
 
 
+def _prospects(ssn: Session, preemptor: TaskInfo, job: JobInfo, queue: QueueInfo, key: tuple | None, phase: str) -> frozenset[str] | None:
+    """The nodes where preempting for ``preemptor`` could succeed (None: any node); empty when
+    ``preempt`` gives up before looking at a node, changing nothing."""
+    if preemptor.preemption_policy == "Never" or not _nomination_allows(ssn, preemptor):
+        return frozenset()
+    if ssn.pre_predicate(preemptor):
+        return frozenset()
+    if ssn.node_index is None:
+        return None
+    held = _held(ssn, preemptor, job.queue if phase == "A" else job.uid, phase, key)
+    possible = _possible_nodes(ssn, preemptor, held)
+    if possible and held is None and not ssn.allocatable(queue, preemptor):
+        return frozenset()  # no victim on any node: the queue refuses the task everywhere, as preempt would
+    return possible
+
+
+def _nothing_to_do(ssn: Session, job: JobInfo, pending: PriorityQueue[TaskInfo]) -> bool:
+    """Phase A for ``job`` would change nothing: it is not starving, or preempt gives up at once
+    for each of its pending tasks (a task that gives up changes nothing, so the next one meets
+    the same session, and so does the next job)."""
+    if not ssn.job_starving(job):
+        return True
+    queue = ssn.queues[job.queue]
+    return all(_prospects(ssn, task, job, queue, ssn.preemptable_key(task), "A") == frozenset() for task in pending)
+
+
 def _victims_on(ssn: Session, preemptor: TaskInfo, node: NodeInfo, keep: Callable[[TaskInfo], bool], key: tuple | None, phase: str) -> list[TaskInfo]:
     """The tasks on ``node`` that ``Preemptable`` lets ``preemptor`` evict (cached per node version
     and preemptable key: equal keys and candidates give equal victims)."""
@@ -157,17 +186,16 @@ def _victims_on(ssn: Session, preemptor: TaskInfo, node: NodeInfo, keep: Callabl
     return victims
 
 
-def _possible_nodes(ssn: Session, preemptor: TaskInfo, job: JobInfo, phase: str, key: tuple | None) -> frozenset[str] | None:
+def _possible_nodes(ssn: Session, preemptor: TaskInfo, held: np.ndarray | None) -> frozenset[str] | None:
     """Nodes where the task could fit even if every candidate victim were evicted: FutureIdle
-    plus the requests of the running, preemptable tasks it may take (its queue's other jobs in
-    phase A, its own job in phase B). A cheap upper bound: nodes outside it cannot succeed."""
+    plus ``held``, the requests of the running, preemptable tasks it may take (its queue's other
+    jobs in phase A, its own job in phase B). A cheap upper bound: nodes outside it cannot succeed."""
     index = ssn.node_index
     if index is None:
         return None
     req = index.request(preemptor.init_resreq)
     if req is None:
         return frozenset()
-    held = _held(ssn, preemptor, job.queue if phase == "A" else job.uid, phase, key)
     # The same request against the same victims' table, while no node changed, has the same
     # answer (many waiting jobs ask alike, and most may take no victim at all).
     memo = ssn.memo.setdefault("possible-nodes", {})

@@ -1,0 +1,84 @@
+"""preempt's shortcuts change no decision: a queue whose starving jobs could do nothing is passed
+over without taking its jobs in order (``_nothing_to_do``), and a task with no victim on any node
+that its queue refuses gives up before any node is looked at (``_prospects``). Each run here is
+made twice, once with the shortcuts and once taking every job and node the long way, and every
+cycle's decisions, phases and reasons must be the same."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from lahar.scheduler.actions import preempt
+from lahar.scheduler.framework.config import default_config_text, load_config
+from lahar.sim.compare import Clock, replay
+from lahar.sim.engine import Simulation
+from lahar.sim.inputs import load_simulation_inputs
+from lahar.sim.traces import build_workload, parse_cluster
+
+ROOT = Path(__file__).resolve().parents[2]
+SLICE = ROOT / "tests" / "data" / "traces" / "philly-head.csv"
+
+
+def _long_way(monkeypatch) -> None:
+    """preempt without its shortcuts: every job in order, every task to the node loop."""
+    monkeypatch.setattr(preempt, "_nothing_to_do", lambda *args: False)
+    original = preempt._prospects
+
+    def prospects(ssn, preemptor, job, queue, key, phase):
+        found = original(ssn, preemptor, job, queue, key, phase)
+        if found is not None and not found and ssn.node_index is not None:
+            held = preempt._held(ssn, preemptor, job.queue if phase == "A" else job.uid, phase, key)
+            return preempt._possible_nodes(ssn, preemptor, held) or found  # the nodes it would have tried
+        return found
+
+    monkeypatch.setattr(preempt, "_prospects", prospects)
+
+
+def _trace_cycles(nodes: str) -> list:
+    workload = build_workload(f"philly:{SLICE}", limit=150)
+    workload.nodes = parse_cluster([nodes])  # too small for the slice: jobs wait, queues borrow and reclaim
+    objects, _ = workload.objects(None)
+    seen = []
+    sim = Simulation(objects, load_config(default_config_text()), period=1.0, observers=[lambda s, record: seen.append(_fingerprint(record))])
+    sim.keep_cycles = False
+    replay(sim, objects, Clock(period=1.0, until=None, cycles=None))
+    return seen
+
+
+def _fingerprint(record) -> tuple:
+    result = record.result
+    decisions = [(d.type, d.task, d.node, d.reason) for d in result.decisions]
+    jobs = sorted((uid, o.phase, repr(o.reason)) for uid, o in result.jobs.items())
+    return record.time, decisions, jobs
+
+
+@pytest.mark.parametrize("nodes", ["3 x cpu=64,memory=512Gi,gpu=8", "6 x cpu=64,memory=512Gi,gpu=8"])
+def test_a_trace_backlog_gets_the_same_decisions_the_long_way(monkeypatch, nodes):
+    passed_over = []
+    with monkeypatch.context() as patch:
+        original = preempt._nothing_to_do
+        patch.setattr(preempt, "_nothing_to_do", lambda *args: passed_over.append(original(*args)) or passed_over[-1])
+        short = _trace_cycles(nodes)
+    assert sum(passed_over) > 1000  # the shortcut was taken, many times
+    with monkeypatch.context() as patch:
+        _long_way(patch)
+        long = _trace_cycles(nodes)
+    assert any(reason != "None" for _, _, jobs in short for _, _, reason in jobs)  # jobs did wait
+    assert short == long
+
+
+@pytest.mark.parametrize("name", sorted(p.stem for p in (ROOT / "examples" / "seeds").glob("*.yaml")))
+def test_seed_scenarios_get_the_same_decisions_the_long_way(monkeypatch, name):
+    def cycles() -> list:
+        objects, conf = load_simulation_inputs([str(ROOT / "examples" / "seeds" / f"{name}.yaml")], None)
+        sim = Simulation(objects, conf, period=1.0)
+        sim.run_cycles(30)
+        return [_fingerprint(record) for record in sim.cycles]
+
+    short = cycles()
+    with monkeypatch.context() as patch:
+        _long_way(patch)
+        long = cycles()
+    assert short == long
