@@ -30,6 +30,7 @@ from lahar.scheduler.pqueue import PriorityQueue
 def execute(ssn: Session) -> None:
     cache_errors = ssn.action_arguments("allocate").get_bool("predicateErrorCacheEnable", True)
     queues, jobs_by_queue, worksheets = _build_context(ssn)
+    checked: set[str] = set()  # queues found allowing some task (looked at once per action)
     while not queues.empty():
         queue = queues.pop()
         if ssn.overused(queue):
@@ -37,6 +38,8 @@ def execute(ssn: Session) -> None:
             continue
         jobs = jobs_by_queue.get(queue.uid)
         if jobs is None or jobs.empty():
+            continue
+        if _refused_throughout(ssn, queue, jobs, worksheets, checked):
             continue
         job = jobs.pop()
         tasks = worksheets[job.uid]
@@ -46,6 +49,29 @@ def execute(ssn: Session) -> None:
             if not tasks.empty():
                 jobs.push(job)
         queues.push(queue)
+
+
+def _refused_throughout(ssn: Session, queue: QueueInfo, jobs: PriorityQueue[JobInfo], worksheets: dict[str, PriorityQueue[TaskInfo]], checked: set[str]) -> bool:
+    """True, with the notes written, when the queue refuses every pending task of every job in
+    its heap (``Allocatable``). Taking them in order would then only write those notes: a refused
+    task changes nothing, so the queue's share stays the lowest and its jobs come one after the
+    other until none is left (a deep backlog would pay for the heap). When some task is allowed,
+    nothing is written and the jobs are taken in order. Asked once per queue and action, when the
+    queue first comes up, so that the question costs at most one look at each job."""
+    if queue.uid in checked:
+        return False
+    checked.add(queue.uid)
+    refused: list[tuple[str, TaskInfo]] = []
+    for job in jobs:
+        tasks = worksheets[job.uid].clone()
+        while not tasks.empty():
+            task = tasks.pop()
+            if ssn.allocatable(queue, task):
+                return False
+            refused.append((job.uid, task))
+    for uid, task in refused:
+        ssn.note(uid, kind="queue-allocatable", queue=queue.name, task=task.key)
+    return True
 
 
 def _build_context(ssn: Session):

@@ -34,6 +34,8 @@ def execute(ssn: Session) -> None:
         if ssn.overused(queue):
             continue
         jobs = preemptors.get(queue.uid)
+        if jobs is not None and _refused_throughout(ssn, queue, jobs, tasks):
+            continue
         while jobs is not None and not jobs.empty():
             job = jobs.pop()
             stmt = Statement(ssn)
@@ -52,6 +54,31 @@ def execute(ssn: Session) -> None:
                 stmt.commit()
             else:
                 stmt.discard()
+
+
+def _refused_throughout(ssn: Session, queue: QueueInfo, jobs: PriorityQueue[JobInfo], tasks: dict[str, PriorityQueue[TaskInfo]]) -> bool:
+    """True, with the notes written, when reclaim would only pass over every pending task of the
+    queue's starving jobs: the queue may not reclaim for it (``Preemptive``: noted), it never
+    preempts, or it fails its pre-predicates. Nothing then changes from one job to the next,
+    so taking the jobs in order (a heap of a deep backlog) would end the same way; when some
+    task would look for victims, nothing is written and the jobs are taken in order."""
+    notes: list[tuple[str, TaskInfo]] = []
+    for job in jobs:
+        if not ssn.job_starving(job):
+            continue
+        pending = tasks[job.uid].clone()
+        while not pending.empty():
+            task = pending.pop()
+            if task.preemption_policy == "Never":
+                continue
+            if not ssn.preemptive(queue, [task]):
+                notes.append((job.uid, task))
+                continue
+            if not ssn.pre_predicate(task):
+                return False
+    for uid, task in notes:
+        ssn.note(uid, kind="cannot-reclaim", queue=queue.name, task=task.key)
+    return True
 
 
 def _starving(ssn: Session):

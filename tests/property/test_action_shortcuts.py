@@ -1,8 +1,10 @@
-"""preempt's shortcuts change no decision: a queue whose starving jobs could do nothing is passed
-over without taking its jobs in order (``_nothing_to_do``), and a task with no victim on any node
-that its queue refuses gives up before any node is looked at (``_prospects``). Each run here is
-made twice, once with the shortcuts and once taking every job and node the long way, and every
-cycle's decisions, phases and reasons must be the same."""
+"""The shortcuts of allocate, preempt and reclaim change no decision. allocate and reclaim pass
+over a queue that refuses every pending task of its jobs, writing the same notes
+(``_refused_throughout``); preempt passes over a queue whose starving jobs could do nothing,
+without taking its jobs in order (``_nothing_to_do``), and a task with no victim on any node that
+its queue refuses gives up before any node is looked at (``_prospects``). Each run here is made
+twice, once with the shortcuts and once taking every job and node the long way, and every
+cycle's decisions, phases, reasons and notes must be the same."""
 
 from __future__ import annotations
 
@@ -10,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from lahar.scheduler.actions import preempt
+from lahar.scheduler.actions import allocate, preempt, reclaim
 from lahar.scheduler.framework.config import default_config_text, load_config
 from lahar.sim.compare import Clock, replay
 from lahar.sim.engine import Simulation
@@ -22,8 +24,10 @@ SLICE = ROOT / "tests" / "data" / "traces" / "philly-head.csv"
 
 
 def _long_way(monkeypatch) -> None:
-    """preempt without its shortcuts: every job in order, every task to the node loop."""
+    """The actions without their shortcuts: every job in order, every task to the node loop."""
+    monkeypatch.setattr(allocate, "_refused_throughout", lambda *args: False)
     monkeypatch.setattr(preempt, "_nothing_to_do", lambda *args: False)
+    monkeypatch.setattr(reclaim, "_refused_throughout", lambda *args: False)
     original = preempt._prospects
 
     def prospects(ssn, preemptor, job, queue, key, phase):
@@ -34,6 +38,14 @@ def _long_way(monkeypatch) -> None:
         return found
 
     monkeypatch.setattr(preempt, "_prospects", prospects)
+
+
+def _counted(fn, answers: list[bool]):
+    def counted(*args):
+        answers.append(fn(*args))
+        return answers[-1]
+
+    return counted
 
 
 def _trace_cycles(nodes: str) -> list:
@@ -51,21 +63,21 @@ def _fingerprint(record) -> tuple:
     result = record.result
     decisions = [(d.type, d.task, d.node, d.reason) for d in result.decisions]
     jobs = sorted((uid, o.phase, repr(o.reason)) for uid, o in result.jobs.items())
-    return record.time, decisions, jobs
+    return record.time, decisions, jobs, result.session.notes  # the notes the reasons are made of
 
 
 @pytest.mark.parametrize("nodes", ["3 x cpu=64,memory=512Gi,gpu=8", "6 x cpu=64,memory=512Gi,gpu=8"])
 def test_a_trace_backlog_gets_the_same_decisions_the_long_way(monkeypatch, nodes):
-    passed_over = []
+    passed_over: dict[str, list[bool]] = {"allocate": [], "preempt": [], "reclaim": []}
     with monkeypatch.context() as patch:
-        original = preempt._nothing_to_do
-        patch.setattr(preempt, "_nothing_to_do", lambda *args: passed_over.append(original(*args)) or passed_over[-1])
+        for module, name in ((allocate, "_refused_throughout"), (preempt, "_nothing_to_do"), (reclaim, "_refused_throughout")):
+            patch.setattr(module, name, _counted(getattr(module, name), passed_over[module.__name__.rsplit(".", 1)[1]]))
         short = _trace_cycles(nodes)
-    assert sum(passed_over) > 1000  # the shortcut was taken, many times
+    assert all(sum(answers) > 100 for answers in passed_over.values()), {k: sum(v) for k, v in passed_over.items()}  # each was taken
     with monkeypatch.context() as patch:
         _long_way(patch)
         long = _trace_cycles(nodes)
-    assert any(reason != "None" for _, _, jobs in short for _, _, reason in jobs)  # jobs did wait
+    assert any(reason != "None" for _, _, jobs, _ in short for _, _, reason in jobs)  # jobs did wait
     assert short == long
 
 
