@@ -4,6 +4,7 @@
     python bench/trace.py philly --limit-jobs 5000
     python bench/trace.py philly --profile 2>profile.txt
     python bench/trace.py philly --limit-jobs 5000 --whole-trace-cluster
+    python bench/trace.py philly --profile-cycles 21700:21800 2>profile.txt   # a deep backlog
 
 The trace is found under ``--traces DIR``, else ``$LAHAR_TRACES``, else ``../shared/traces``
 next to the repository (``philly-derived/philly.csv``). The run is the same as
@@ -11,8 +12,10 @@ next to the repository (``philly-derived/philly.csv``). The run is the same as
 virtual cluster, the default scheduler configuration and the replay that jumps between events
 (``lahar.sim.compare.replay``). ``--whole-trace-cluster`` keeps the cluster of the full run while
 replaying only the first jobs: the first 5,000 already build the backlog of waiting jobs that
-makes the full replay's cycles slow, in minutes rather than hours. Prints one JSON line: simulated jobs per wall second, total
-seconds (loading included), replay seconds, cycles and the metrics' headline figures.
+makes the full replay's cycles slow, in minutes rather than hours. ``--profile-cycles A:B``
+profiles only cycles A to B (with the jobs waiting at A on stderr) and ends the replay there.
+Prints one JSON line: simulated jobs per wall second, total seconds (loading included), replay
+seconds, cycles and the metrics' headline figures.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ import sys
 import time
 from pathlib import Path
 
+from lahar.scheduler.api import TaskStatus
 from lahar.scheduler.framework.config import default_config_text, load_config
 from lahar.sim.compare import Clock, replay
 from lahar.sim.engine import Simulation
@@ -55,6 +59,36 @@ def _progress(every: int, arrivals: list[float]):
     return report
 
 
+class _Window:
+    """An observer that profiles cycles ``first`` to ``last`` and then ends the replay."""
+
+    class Done(Exception):
+        pass
+
+    def __init__(self, spec: str) -> None:
+        first, _, last = spec.partition(":")
+        try:
+            self.first, self.last = int(first), int(last)
+        except ValueError:
+            self.first = self.last = 0
+        if not 0 < self.first < self.last:
+            sys.exit(f"--profile-cycles {spec}: expected FIRST:LAST, two cycle numbers with 0 < FIRST < LAST")
+        self.profiler = None
+
+    def __call__(self, sim: Simulation, record) -> None:
+        if sim.cycle_count == self.first:
+            from pyinstrument import Profiler
+
+            waiting = sum(1 for job in sim.world.cache.jobs.values() if job.tasks_in(TaskStatus.PENDING))
+            print(json.dumps({"cycle": self.first, "jobs": len(sim.world.cache.jobs), "waiting": waiting}), file=sys.stderr, flush=True)
+            self.profiler = Profiler(interval=0.002)
+            self.profiler.start()
+        elif sim.cycle_count == self.last and self.profiler is not None:
+            self.profiler.stop()
+            print(self.profiler.output_text(unicode=False, color=False, show_all=False), file=sys.stderr)
+            raise _Window.Done
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("kind", choices=sorted(_FILES))
@@ -67,6 +101,7 @@ def main() -> None:
     )
     parser.add_argument("--profile", action="store_true", help="pyinstrument profile of the replay on stderr")
     parser.add_argument("--progress", type=int, default=0, metavar="N", help="every N cycles, a line on stderr: cycles, simulated time, jobs arrived, CPU so far")
+    parser.add_argument("--profile-cycles", default=None, metavar="A:B", help="pyinstrument profile of cycles A to B only, on stderr; the replay ends at B")
     args = parser.parse_args()
     path = trace_path(args.kind, args.traces)
     t0 = time.perf_counter()
@@ -76,6 +111,8 @@ def main() -> None:
     objects, _ = workload.objects(None)
     collector = MetricsCollector()
     observers = [collector, _progress(args.progress, sorted(j.arrival for j in workload.jobs))] if args.progress else [collector]
+    if args.profile_cycles:
+        observers.append(_Window(args.profile_cycles))
     sim = Simulation(objects, load_config(default_config_text()), period=1.0, observers=observers)
     sim.keep_cycles = False
     t1, c1 = time.perf_counter(), time.process_time()
@@ -84,7 +121,10 @@ def main() -> None:
 
         profiler = Profiler(interval=0.005)
         profiler.start()
-    replay(sim, objects, Clock(1.0, None, None))
+    try:
+        replay(sim, objects, Clock(1.0, None, None))
+    except _Window.Done:
+        pass
     t2, c2 = time.perf_counter(), time.process_time()
     if args.profile:
         profiler.stop()
