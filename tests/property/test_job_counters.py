@@ -16,20 +16,26 @@ STATUSES = list(TaskStatus)
 operations = st.lists(st.tuples(st.sampled_from(["add", "status", "delete", "clone"]), st.integers(0, 5), st.sampled_from(STATUSES)), max_size=40)
 
 
+def _apply(job: JobInfo, op: str, index: int, status: TaskStatus, request: Resource) -> JobInfo:
+    """One operation on ``job`` (a clone replaces it): the job to go on with."""
+    uid = f"t{index}"
+    if op == "add" and uid not in job.tasks:
+        job.add_task(TaskInfo(uid, uid, "ns", "ns/j", request, status=status))
+    elif op == "status" and uid in job.tasks:
+        job.update_task_status(job.tasks[uid], status)
+    elif op == "delete" and uid in job.tasks:
+        job.delete_task(job.tasks[uid])
+    elif op == "clone":
+        job = job.clone()
+    return job
+
+
 @settings(max_examples=200, deadline=None)
 @given(operations)
 def test_ready_count_matches_the_tasks(ops):
     job = JobInfo("ns/j", "j", "ns", "q", min_available=2)
     for op, index, status in ops:
-        uid = f"t{index}"
-        if op == "add" and uid not in job.tasks:
-            job.add_task(TaskInfo(uid, uid, "ns", "ns/j", Resource(1000.0, 0.0), status=status))
-        elif op == "status" and uid in job.tasks:
-            job.update_task_status(job.tasks[uid], status)
-        elif op == "delete" and uid in job.tasks:
-            job.delete_task(job.tasks[uid])
-        elif op == "clone":
-            job = job.clone()
+        job = _apply(job, op, index, status, Resource(1000.0, 0.0))
         assert job.ready_task_num() == sum(1 for t in job.tasks.values() if t.status in READY)
         assert job.valid_task_num() == sum(1 for t in job.tasks.values() if t.status in VALID)
 
@@ -47,16 +53,8 @@ def test_allocated_is_the_sum_of_the_allocated_tasks(ops, gpus):
     """proportion and capacity add ``job.allocated`` to their queue's allocation in one step."""
     job = JobInfo("ns/j", "j", "ns", "q", min_available=2)
     for op, index, status in ops:
-        uid = f"t{index}"
-        if op == "add" and uid not in job.tasks:
-            scalars = {"nvidia.com/gpu": gpus[index] * 1000.0} if gpus[index] else None
-            job.add_task(TaskInfo(uid, uid, "ns", "ns/j", Resource(500.0 * (index + 1), 2.0**30 * index, scalars), status=status))
-        elif op == "status" and uid in job.tasks:
-            job.update_task_status(job.tasks[uid], status)
-        elif op == "delete" and uid in job.tasks:
-            job.delete_task(job.tasks[uid])
-        elif op == "clone":
-            job = job.clone()
+        scalars = {"nvidia.com/gpu": gpus[index] * 1000.0} if gpus[index] else None
+        job = _apply(job, op, index, status, Resource(500.0 * (index + 1), 2.0**30 * index, scalars))
         expected = Resource()
         for task in job.tasks.values():
             if task.status in ALLOCATED:
