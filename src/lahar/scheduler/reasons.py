@@ -120,29 +120,32 @@ def _placement_reason(ssn: Session, job: JobInfo, queue, notes: dict) -> dict | 
 
 
 def _deserved_reason(ssn: Session, job: JobInfo) -> dict:
-    attr = ssn.queue_attrs.get(job.queue)
-    deserved = attr.deserved if attr is not None else Resource()
-    allocated = attr.allocated if attr is not None else Resource()
     request = Resource()
     for task in job.tasks_in(TaskStatus.PENDING):
         request.add(task.resreq)
-    # the queue's figures are the same for all its waiting jobs: written once per session
-    shown = ssn.memo.setdefault("reason-quantities", {})
-    if job.queue not in shown:
-        shown[job.queue] = (_quantities(deserved), _quantities(allocated))
-    deserved_text, allocated_text = shown[job.queue]
+    # the same for every waiting job of the queue that asks alike: written once per session
+    written = ssn.memo.setdefault("deserved-reasons", {})
+    key = (job.queue, request.milli_cpu, request.memory, tuple((request.scalars or {}).items()))
+    message = written.get(key)
+    if message is None:
+        message = written[key] = _deserved_message(ssn, job.queue, request)
+    return {"kind": "deserved", "message": message}
+
+
+def _deserved_message(ssn: Session, queue: str, request: Resource) -> str:
+    attr = ssn.queue_attrs.get(queue)
+    deserved = attr.deserved if attr is not None else Resource()
+    allocated = attr.allocated if attr is not None else Resource()
     if not request.clone().less_equal(deserved, Dim.ZERO) or allocated.less_equal(Resource(), Dim.ZERO):
-        message = (
-            f"the job asks for {_quantities(request)}, more than queue {job.queue} deserves "
-            f"({deserved_text}); it can start only on idle capacity, and reclaiming from other "
+        return (
+            f"the job asks for {_quantities(request)}, more than queue {queue} deserves "
+            f"({_quantities(deserved)}); it can start only on idle capacity, and reclaiming from other "
             "queues would take this queue over its deserved share"
         )
-    else:
-        message = (
-            f"queue {job.queue} has used its deserved share ({allocated_text} of {deserved_text}); "
-            f"the job's {_quantities(request)} must wait until the queue's usage falls or its share grows"
-        )
-    return {"kind": "deserved", "message": message}
+    return (
+        f"queue {queue} has used its deserved share ({_quantities(allocated)} of {_quantities(deserved)}); "
+        f"the job's {_quantities(request)} must wait until the queue's usage falls or its share grows"
+    )
 
 
 def _gang_message(job: JobInfo) -> str:
