@@ -261,7 +261,6 @@ class ClusterState:
                 nodes[name] = node.clone_with(by_uid)
         return jobs, nodes, list(nodes.values()), dict(self.queues)
 
-
     def _session_copy(self, uid: str, job: JobInfo) -> JobInfo:
         kept = self.handed.get(uid)
         if kept is not None:

@@ -186,13 +186,12 @@ def _victims_on(ssn: Session, preemptor: TaskInfo, node: NodeInfo, keep: Callabl
     return victims
 
 
-def _possible_nodes(ssn: Session, preemptor: TaskInfo, held: np.ndarray | None) -> frozenset[str] | None:
+def _possible_nodes(ssn: Session, preemptor: TaskInfo, held: np.ndarray | None) -> frozenset[str]:
     """Nodes where the task could fit even if every candidate victim were evicted: FutureIdle
     plus ``held``, the requests of the running, preemptable tasks it may take (its queue's other
-    jobs in phase A, its own job in phase B). A cheap upper bound: nodes outside it cannot succeed."""
+    jobs in phase A, its own job in phase B). A cheap upper bound: nodes outside it cannot succeed.
+    Only with a node index (``_prospects`` asks it only then)."""
     index = ssn.node_index
-    if index is None:
-        return None
     req = index.request(preemptor.init_resreq)
     if req is None:
         return frozenset()
