@@ -37,6 +37,9 @@ class ProportionPlugin(Plugin):
             add_job(attr, job)
         _water_fill(list(self.attrs.values()), total)
         ssn.queue_attrs = self.attrs  # type: ignore[attr-defined]
+        # Allocatable's answers per queue and task request, while the queue's allocation stands
+        # (cleared by the allocate and deallocate events): a backlog asks alike many times.
+        self._answers: dict[str, dict[tuple, bool]] = {}
         self._register(ssn)
 
     def _register(self, ssn: Session) -> None:
@@ -44,7 +47,7 @@ class ProportionPlugin(Plugin):
         ssn.add("queue_order", self.name, self._queue_order)
         ssn.add("reclaimable", self.name, self._reclaimable(ssn))
         ssn.add("overused", self.name, lambda q: attrs[q.uid].deserved.less_equal(attrs[q.uid].allocated, Dim.ZERO))
-        ssn.add("allocatable", self.name, lambda q, t: self._allocatable(q, [t]))
+        ssn.add("allocatable", self.name, self._allocatable_task)
         ssn.add("preemptive", self.name, self._allocatable)
         ssn.add("job_enqueueable", self.name, self._enqueueable(ssn))
         ssn.add("job_enqueued", self.name, self._enqueued)
@@ -82,6 +85,15 @@ class ProportionPlugin(Plugin):
             return victims, PERMIT
 
         return reclaimable
+
+    def _allocatable_task(self, queue: QueueInfo, task: TaskInfo) -> bool:
+        req = task.resreq
+        key = (req.milli_cpu, req.memory, tuple(req.scalars.items()) if req.scalars else None)
+        answers = self._answers.setdefault(queue.uid, {})
+        answer = answers.get(key)
+        if answer is None:
+            answer = answers[key] = self._allocatable(queue, [task])
+        return answer
 
     def _allocatable(self, queue: QueueInfo, tasks: list[TaskInfo]) -> bool:
         if queue.state not in self.states:
@@ -129,6 +141,7 @@ class ProportionPlugin(Plugin):
             else:
                 attr.allocated.sub(task.resreq)
             update_share(attr)
+            self._answers.pop(job.queue, None)
 
         return handler
 
