@@ -2,7 +2,9 @@
 over a queue that refuses every pending task of its jobs, writing the same notes
 (``_refused_throughout``); preempt passes over a queue whose starving jobs could do nothing,
 without taking its jobs in order (``_nothing_to_do``), and a task with no victim on any node that
-its queue refuses gives up before any node is looked at (``_prospects``). Each run here is made
+its queue refuses gives up before any node is looked at (``_prospects``), and phase B passes over
+a job with no running task of its own whose queue refuses all its waiting tasks
+(``_gives_up_inside``). Each run here is made
 twice, once with the shortcuts and once taking every job and node the long way, and every
 cycle's decisions, phases, reasons and notes must be the same."""
 
@@ -27,6 +29,7 @@ def _long_way(monkeypatch) -> None:
     """The actions without their shortcuts: every job in order, every task to the node loop."""
     monkeypatch.setattr(allocate, "_refused_throughout", lambda *args: False)
     monkeypatch.setattr(preempt, "_nothing_to_do", lambda *args: False)
+    monkeypatch.setattr(preempt, "_gives_up_inside", lambda *args: False)
     monkeypatch.setattr(reclaim, "_refused_throughout", lambda *args: False)
     original = preempt._prospects
 
@@ -68,10 +71,11 @@ def _fingerprint(record) -> tuple:
 
 @pytest.mark.parametrize("nodes", ["3 x cpu=64,memory=512Gi,gpu=8", "6 x cpu=64,memory=512Gi,gpu=8"])
 def test_a_trace_backlog_gets_the_same_decisions_the_long_way(monkeypatch, nodes):
-    passed_over: dict[str, list[bool]] = {"allocate": [], "preempt": [], "reclaim": []}
+    shortcuts = {"allocate": (allocate, "_refused_throughout"), "preempt A": (preempt, "_nothing_to_do"), "preempt B": (preempt, "_gives_up_inside"), "reclaim": (reclaim, "_refused_throughout")}
+    passed_over: dict[str, list[bool]] = {label: [] for label in shortcuts}
     with monkeypatch.context() as patch:
-        for module, name in ((allocate, "_refused_throughout"), (preempt, "_nothing_to_do"), (reclaim, "_refused_throughout")):
-            patch.setattr(module, name, _counted(getattr(module, name), passed_over[module.__name__.rsplit(".", 1)[1]]))
+        for label, (module, name) in shortcuts.items():
+            patch.setattr(module, name, _counted(getattr(module, name), passed_over[label]))
         short = _trace_cycles(nodes)
     assert all(sum(answers) > 100 for answers in passed_over.values()), {k: sum(v) for k, v in passed_over.items()}  # each was taken
     with monkeypatch.context() as patch:

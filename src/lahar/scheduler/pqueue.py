@@ -49,6 +49,10 @@ class PriorityQueue(Generic[T]):
     def peek(self) -> T:
         return self._items[0]
 
+    def drain(self) -> list[T]:
+        """Every entry, popped in order (the queue is left empty)."""
+        return [self.pop() for _ in range(len(self._items))]
+
     def clone(self) -> "PriorityQueue[T]":
         twin = PriorityQueue(self._less)
         twin._items = list(self._items)

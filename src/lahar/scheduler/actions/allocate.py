@@ -29,17 +29,21 @@ from lahar.scheduler.pqueue import PriorityQueue
 
 def execute(ssn: Session) -> None:
     cache_errors = ssn.action_arguments("allocate").get_bool("predicateErrorCacheEnable", True)
-    queues, jobs_by_queue, worksheets = _build_context(ssn)
-    checked: set[str] = set()  # queues found allowing some task (looked at once per action)
+    queues, waiting = _build_context(ssn)
+    jobs_by_queue: dict[str, PriorityQueue[JobInfo]] = {}
+    worksheets: dict[str, PriorityQueue[TaskInfo]] = {}
     while not queues.empty():
         queue = queues.pop()
         if ssn.overused(queue):
             ssn.note(f"queue/{queue.name}", kind="overused")
             continue
+        if queue.uid in waiting:  # the queue's first turn in this action
+            entries = waiting.pop(queue.uid)
+            if _refused_throughout(ssn, queue, entries):
+                continue
+            jobs_by_queue[queue.uid] = _job_heap(ssn, entries, worksheets)
         jobs = jobs_by_queue.get(queue.uid)
         if jobs is None or jobs.empty():
-            continue
-        if _refused_throughout(ssn, queue, jobs, worksheets, checked):
             continue
         job = jobs.pop()
         tasks = worksheets[job.uid]
@@ -51,33 +55,32 @@ def execute(ssn: Session) -> None:
         queues.push(queue)
 
 
-def _refused_throughout(ssn: Session, queue: QueueInfo, jobs: PriorityQueue[JobInfo], worksheets: dict[str, PriorityQueue[TaskInfo]], checked: set[str]) -> bool:
-    """True, with the notes written, when the queue refuses every pending task of every job in
-    its heap (``Allocatable``). Taking them in order would then only write those notes: a refused
-    task changes nothing, so the queue's share stays the lowest and its jobs come one after the
-    other until none is left (a deep backlog would pay for the heap). When some task is allowed,
-    nothing is written and the jobs are taken in order. Asked once per queue and action, when the
-    queue first comes up, so that the question costs at most one look at each job."""
-    if queue.uid in checked:
-        return False
-    checked.add(queue.uid)
-    refused: list[tuple[str, TaskInfo]] = []
-    for job in jobs:
-        tasks = worksheets[job.uid].clone()
-        while not tasks.empty():
-            task = tasks.pop()
+def _refused_throughout(ssn: Session, queue: QueueInfo, entries: list[tuple[JobInfo, list[TaskInfo]]]) -> bool:
+    """True, with the notes written, when the queue refuses every pending task of every job it
+    has waiting (``Allocatable``). Taking them in order would then only write those notes: a
+    refused task changes nothing, so the queue's share stays the lowest and its jobs come one
+    after the other until none is left (a deep backlog would pay for the heaps). When some task
+    is allowed, nothing is written and the jobs are taken in order. Asked once per queue and
+    action, when the queue first comes up, so that the question costs at most one look at each
+    job. A job's tasks are noted in task order, as the long way would note them."""
+    for _, tasks in entries:
+        for task in tasks:
             if ssn.allocatable(queue, task):
                 return False
-            refused.append((job.uid, task))
-    for uid, task in refused:
-        ssn.note(uid, kind="queue-allocatable", queue=queue.name, task=task.key)
+    for job, tasks in entries:
+        for task in (PriorityQueue(ssn.task_order_fn, tasks).drain() if len(tasks) > 1 else tasks):
+            ssn.note(job.uid, kind="queue-allocatable", queue=queue.name, task=task.key)
     return True
 
 
-def _build_context(ssn: Session):
+def _build_context(ssn: Session) -> tuple[PriorityQueue[QueueInfo], dict[str, list[tuple[JobInfo, list[TaskInfo]]]]]:
+    """The queues with work, in a heap, and each one's waiting jobs with their pending tasks,
+    in the order Volcano pushes them. The job and task heaps are built when a queue first comes
+    up (``_job_heap``): the order functions read only each job's and task's own state, which
+    nothing changes before its queue's turn, so the heaps come out as if built here; a queue
+    that refuses everything never needs them."""
     queues: PriorityQueue[QueueInfo] = PriorityQueue(ssn.queue_order_fn)
-    jobs_by_queue: dict[str, PriorityQueue[JobInfo]] = {}
-    worksheets: dict[str, PriorityQueue[TaskInfo]] = {}
+    waiting: dict[str, list[tuple[JobInfo, list[TaskInfo]]]] = {}
     for job in ssn.jobs.values():
         if job.is_pending():
             if ssn.enqueue_enabled:
@@ -93,18 +96,22 @@ def _build_context(ssn: Session):
         if ssn.suspended(queue):
             ssn.note(job.uid, kind="queue-suspended", queue=queue.name)
             continue
-        tasks: PriorityQueue[TaskInfo] = PriorityQueue(ssn.task_order_fn)
-        for task in job.tasks_in(TaskStatus.PENDING):
-            if not task.resreq.is_empty():
-                tasks.push(task)
-        if tasks.empty():
+        tasks = [task for task in job.tasks_in(TaskStatus.PENDING) if not task.resreq.is_empty()]
+        if not tasks:
             continue
-        if job.queue not in jobs_by_queue:
-            jobs_by_queue[job.queue] = PriorityQueue(ssn.job_order_fn)
+        if job.queue not in waiting:
+            waiting[job.queue] = []
             queues.push(queue)
-        jobs_by_queue[job.queue].push(job)
-        worksheets[job.uid] = tasks
-    return queues, jobs_by_queue, worksheets
+        waiting[job.queue].append((job, tasks))
+    return queues, waiting
+
+
+def _job_heap(ssn: Session, entries: list[tuple[JobInfo, list[TaskInfo]]], worksheets: dict[str, PriorityQueue[TaskInfo]]) -> PriorityQueue[JobInfo]:
+    jobs: PriorityQueue[JobInfo] = PriorityQueue(ssn.job_order_fn)
+    for job, tasks in entries:
+        jobs.push(job)
+        worksheets[job.uid] = PriorityQueue(ssn.task_order_fn, tasks)
+    return jobs
 
 
 def allocate_tasks(ssn: Session, job: JobInfo, tasks: PriorityQueue[TaskInfo], cache_errors: bool = True) -> Statement | None:

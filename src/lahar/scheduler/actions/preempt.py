@@ -24,29 +24,31 @@ from lahar.scheduler.pqueue import PriorityQueue
 
 
 def execute(ssn: Session) -> None:
-    preemptors: dict[str, PriorityQueue[JobInfo]] = {}
-    tasks: dict[str, PriorityQueue[TaskInfo]] = {}
-    under_request: dict[str, list[JobInfo]] = {}
+    starving: dict[str, list[JobInfo]] = {}
     for job in ssn.jobs.values():
         if job.is_pending() or not ssn.job_valid(job)[0]:
             continue
         queue = ssn.queues.get(job.queue)
         if queue is None or ssn.suspended(queue) or not ssn.job_starving(job):
             continue
-        preemptors.setdefault(job.queue, PriorityQueue(ssn.job_order_fn)).push(job)
-        under_request.setdefault(job.queue, []).append(job)
-        tasks[job.uid] = PriorityQueue(ssn.task_order_fn, job.tasks_in(TaskStatus.PENDING))
-    queues: PriorityQueue[QueueInfo] = PriorityQueue(ssn.queue_order_fn, [ssn.queues[q] for q in preemptors])
+        starving.setdefault(job.queue, []).append(job)
+    queues: PriorityQueue[QueueInfo] = PriorityQueue(ssn.queue_order_fn, [ssn.queues[q] for q in starving])
     while not queues.empty():
         queue = queues.pop()
-        _between_jobs(ssn, preemptors[queue.uid], tasks)
-        for job in under_request[queue.uid]:
+        _between_jobs(ssn, starving[queue.uid])
+        for job in starving[queue.uid]:
             _inside_job(ssn, job)
 
 
-def _between_jobs(ssn: Session, jobs: PriorityQueue[JobInfo], tasks: dict[str, PriorityQueue[TaskInfo]]) -> None:
-    if all(_nothing_to_do(ssn, job, tasks[job.uid]) for job in jobs):
+def _between_jobs(ssn: Session, starving: list[JobInfo]) -> None:
+    """Phase A for one queue. Its job heap and the jobs' task heaps are built at the queue's
+    turn, not when the action starts as Volcano builds them: the order functions read only each
+    job's and task's own state, and phase A and B of other queues change nothing in this one, so
+    the heaps come out the same; a queue with nothing to do never needs them."""
+    if all(_nothing_to_do(ssn, job) for job in starving):
         return  # taking the jobs in order would change nothing (a deep backlog pays for the heap)
+    jobs = PriorityQueue(ssn.job_order_fn, starving)
+    tasks = {job.uid: PriorityQueue(ssn.task_order_fn, job.tasks_in(TaskStatus.PENDING)) for job in starving}
     while not jobs.empty():
         job = jobs.pop()
         stmt = Statement(ssn)
@@ -65,7 +67,10 @@ def _between_jobs(ssn: Session, jobs: PriorityQueue[JobInfo], tasks: dict[str, P
 
 
 def _inside_job(ssn: Session, job: JobInfo) -> None:
-    pending = PriorityQueue(ssn.task_order_fn, job.tasks_in(TaskStatus.PENDING))
+    waiting = job.tasks_in(TaskStatus.PENDING)
+    if _gives_up_inside(ssn, job, waiting):
+        return
+    pending = PriorityQueue(ssn.task_order_fn, waiting)
     while not pending.empty():
         preemptor = pending.pop()
         stmt = Statement(ssn)
@@ -77,6 +82,18 @@ def _inside_job(ssn: Session, job: JobInfo) -> None:
             stmt.discard()
             break
         stmt.commit()
+
+
+def _gives_up_inside(ssn: Session, job: JobInfo, waiting: list[TaskInfo]) -> bool:
+    """Phase B for ``job`` would give up on its first task, changing nothing: none of the job's
+    own tasks runs preemptable (no victim anywhere, as of the action's victims' table, which
+    only shrinks), so ``preempt`` could only pipeline a task where it fits as it is, and the
+    queue refuses every waiting task (``Allocatable``), so it gives up (``_prospects``) on the
+    first one and phase B stops there. Without a node index ``preempt`` takes the long way."""
+    if ssn.node_index is None or job.uid in _held_tasks(ssn, "B"):
+        return False
+    queue = ssn.queues[job.queue]
+    return not any(ssn.allocatable(queue, task) for task in waiting)
 
 
 def _eligible(task: TaskInfo, preemptor: TaskInfo) -> bool:
@@ -162,14 +179,14 @@ def _prospects(ssn: Session, preemptor: TaskInfo, job: JobInfo, queue: QueueInfo
     return possible
 
 
-def _nothing_to_do(ssn: Session, job: JobInfo, pending: PriorityQueue[TaskInfo]) -> bool:
+def _nothing_to_do(ssn: Session, job: JobInfo) -> bool:
     """Phase A for ``job`` would change nothing: it is not starving, or preempt gives up at once
     for each of its pending tasks (a task that gives up changes nothing, so the next one meets
     the same session, and so does the next job)."""
     if not ssn.job_starving(job):
         return True
     queue = ssn.queues[job.queue]
-    return all(_prospects(ssn, task, job, queue, ssn.preemptable_key(task), "A") == frozenset() for task in pending)
+    return all(_prospects(ssn, task, job, queue, ssn.preemptable_key(task), "A") == frozenset() for task in job.tasks_in(TaskStatus.PENDING))
 
 
 def _victims_on(ssn: Session, preemptor: TaskInfo, node: NodeInfo, keep: Callable[[TaskInfo], bool], key: tuple | None, phase: str) -> list[TaskInfo]:
