@@ -173,10 +173,9 @@ def _prospects(ssn: Session, preemptor: TaskInfo, job: JobInfo, queue: QueueInfo
     if ssn.node_index is None:
         return None
     held = _held(ssn, preemptor, job.queue if phase == "A" else job.uid, phase, key)
-    possible = _possible_nodes(ssn, preemptor, held)
-    if possible and held is None and not ssn.allocatable(queue, preemptor):
+    if held is None and not ssn.allocatable(queue, preemptor):
         return frozenset()  # no victim on any node: the queue refuses the task everywhere, as preempt would
-    return possible
+    return _possible_nodes(ssn, preemptor, held)
 
 
 def _nothing_to_do(ssn: Session, job: JobInfo) -> bool:

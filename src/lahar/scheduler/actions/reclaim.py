@@ -27,16 +27,19 @@ def execute(ssn: Session) -> None:
     args = ssn.action_arguments("reclaim")
     minimal = args.get_bool("minimalVictims", False)
     protect = args.get_bool("protectDeserved", False)
-    queues, preemptors, tasks = _starving(ssn)
+    queues, starving = _starving(ssn)
+    heaps = _Heaps(ssn, starving)
     failed: dict[tuple, dict[str, int]] = {}
     while not queues.empty():
         queue = queues.pop()
         if ssn.overused(queue):
             continue
-        jobs = preemptors.get(queue.uid)
-        if jobs is not None and _refused_throughout(ssn, queue, jobs, tasks):
+        waiting = starving.get(queue.uid)
+        if waiting is None or _refused_throughout(ssn, queue, waiting):
             continue
-        while jobs is not None and not jobs.empty():
+        jobs, tasks = heaps.built()
+        jobs = jobs[queue.uid]
+        while not jobs.empty():
             job = jobs.pop()
             stmt = Statement(ssn)
             pending = tasks[job.uid]
@@ -56,19 +59,42 @@ def execute(ssn: Session) -> None:
                 stmt.discard()
 
 
-def _refused_throughout(ssn: Session, queue: QueueInfo, jobs: PriorityQueue[JobInfo], tasks: dict[str, PriorityQueue[TaskInfo]]) -> bool:
+class _Heaps:
+    """The starving jobs' heaps by queue and each one's pending tasks in a heap, as Volcano builds
+    them when the action starts, built instead when a queue first has a job to take in order.
+    Nothing changes a job before that (a queue refused throughout changes nothing), so they come
+    out the same; reclaim may then evict tasks of queues yet to come, so every heap is built at
+    that moment, not at each queue's turn. A deep backlog refused throughout never needs them."""
+
+    def __init__(self, ssn: Session, starving: dict[str, list[JobInfo]]) -> None:
+        self.ssn, self.starving = ssn, starving
+        self.jobs: dict[str, PriorityQueue[JobInfo]] | None = None
+        self.tasks: dict[str, PriorityQueue[TaskInfo]] = {}
+
+    def built(self) -> tuple[dict[str, PriorityQueue[JobInfo]], dict[str, PriorityQueue[TaskInfo]]]:
+        if self.jobs is None:
+            ssn = self.ssn
+            self.jobs = {}
+            for uid, jobs in self.starving.items():
+                self.jobs[uid] = PriorityQueue(ssn.job_order_fn, jobs)
+                for job in jobs:
+                    self.tasks[job.uid] = PriorityQueue(ssn.task_order_fn, job.tasks_in(TaskStatus.PENDING))
+        return self.jobs, self.tasks
+
+
+def _refused_throughout(ssn: Session, queue: QueueInfo, jobs: list[JobInfo]) -> bool:
     """True, with the notes written, when reclaim would only pass over every pending task of the
     queue's starving jobs: the queue may not reclaim for it (``Preemptive``: noted), it never
     preempts, or it fails its pre-predicates. Nothing then changes from one job to the next,
     so taking the jobs in order (a heap of a deep backlog) would end the same way; when some
-    task would look for victims, nothing is written and the jobs are taken in order."""
+    task would look for victims, nothing is written and the jobs are taken in order. A job's
+    tasks are noted in task order, as the long way would note them."""
     notes: list[tuple[str, TaskInfo]] = []
     for job in jobs:
         if not ssn.job_starving(job):
             continue
-        pending = tasks[job.uid].clone()
-        while not pending.empty():
-            task = pending.pop()
+        pending = job.tasks_in(TaskStatus.PENDING)
+        for task in (PriorityQueue(ssn.task_order_fn, pending).drain() if len(pending) > 1 else pending):
             if task.preemption_policy == "Never":
                 continue
             if not ssn.preemptive(queue, [task]):
@@ -81,10 +107,9 @@ def _refused_throughout(ssn: Session, queue: QueueInfo, jobs: PriorityQueue[JobI
     return True
 
 
-def _starving(ssn: Session):
+def _starving(ssn: Session) -> tuple[PriorityQueue[QueueInfo], dict[str, list[JobInfo]]]:
     queues: PriorityQueue[QueueInfo] = PriorityQueue(ssn.queue_order_fn)
-    preemptors: dict[str, PriorityQueue[JobInfo]] = {}
-    tasks: dict[str, PriorityQueue[TaskInfo]] = {}
+    starving: dict[str, list[JobInfo]] = {}
     seen: set[str] = set()
     for job in ssn.jobs.values():
         if job.is_pending() or not ssn.job_valid(job)[0]:
@@ -97,9 +122,8 @@ def _starving(ssn: Session):
             queues.push(queue)
         if ssn.suspended(queue) or not ssn.job_starving(job):
             continue
-        preemptors.setdefault(job.queue, PriorityQueue(ssn.job_order_fn)).push(job)
-        tasks[job.uid] = PriorityQueue(ssn.task_order_fn, job.tasks_in(TaskStatus.PENDING))
-    return queues, preemptors, tasks
+        starving.setdefault(job.queue, []).append(job)
+    return queues, starving
 
 
 def _reclaimees(ssn: Session, node, job: JobInfo) -> list[TaskInfo]:
