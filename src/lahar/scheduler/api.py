@@ -35,6 +35,8 @@ __all__ = [
     "preemptable_status",
     "scheduled_status",
     "completed_status",
+    "SCHEDULED_STATUSES",
+    "COMPLETED_STATUSES",
 ]
 
 
@@ -59,6 +61,8 @@ _ALLOCATED = {TaskStatus.BOUND, TaskStatus.BINDING, TaskStatus.RUNNING, TaskStat
 _PREEMPTABLE = {TaskStatus.BOUND, TaskStatus.RUNNING}
 _SCHEDULED = {TaskStatus.RUNNING, TaskStatus.BOUND, TaskStatus.FAILED, TaskStatus.SUCCEEDED}
 _COMPLETED = {TaskStatus.FAILED, TaskStatus.SUCCEEDED}
+SCHEDULED_STATUSES = frozenset(_SCHEDULED)  # for loops over a job's status index
+COMPLETED_STATUSES = frozenset(_COMPLETED)  # a part of SCHEDULED_STATUSES
 _VALID = (
     TaskStatus.BOUND, TaskStatus.BINDING, TaskStatus.RUNNING, TaskStatus.ALLOCATED,
     TaskStatus.SUCCEEDED, TaskStatus.PIPELINED, TaskStatus.PENDING,

@@ -15,7 +15,7 @@ from typing import Any
 
 from lahar.resources import Resource
 from lahar.scheduler.actions import ACTIONS
-from lahar.scheduler.api import JobInfo, TaskStatus, completed_status, scheduled_status
+from lahar.scheduler.api import COMPLETED_STATUSES, SCHEDULED_STATUSES, JobInfo, TaskStatus
 from lahar.scheduler.cache import ClusterState
 from lahar.scheduler.columnar import NodeIndex
 from lahar.scheduler.framework.config import SchedulerConf
@@ -130,11 +130,17 @@ def _unschedulable_now(ssn: Session, job: JobInfo) -> bool:
 
 def podgroup_phase(job: JobInfo, unschedulable: bool) -> str:
     """Volcano's ``getPodGroupPhase`` at session close."""
-    if job.count(TaskStatus.RUNNING) and unschedulable:
+    index = job.status_index
+    if unschedulable and index.get(TaskStatus.RUNNING):
         return "Unknown"
-    scheduled = sum(len(t) for s, t in job.status_index.items() if scheduled_status(s))
-    completed = sum(len(t) for s, t in job.status_index.items() if completed_status(s))
-    scheduled += sum(1 for t in job.tasks_in(TaskStatus.RELEASING) if t.node_name)
+    scheduled = completed = 0
+    for status, tasks in index.items():
+        if status in SCHEDULED_STATUSES:
+            scheduled += len(tasks)
+            if status in COMPLETED_STATUSES:
+                completed += len(tasks)
+        elif status is TaskStatus.RELEASING:
+            scheduled += sum(1 for t in tasks.values() if t.node_name)
     minimum = job.podgroup.spec.min_member if job.podgroup is not None else job.min_available
     if scheduled >= minimum:
         return "Completed" if scheduled == completed else "Running"

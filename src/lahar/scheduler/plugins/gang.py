@@ -7,6 +7,8 @@ session close every job that is not ready gets an ``Unschedulable`` condition sa
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 from lahar.scheduler.api import JobInfo, TaskInfo, TaskStatus, scheduled_status
 from lahar.scheduler.framework.session import PERMIT, REJECT, Session
 from lahar.scheduler.plugins.base import Plugin
@@ -90,10 +92,8 @@ def _set_condition(ssn: Session, job: JobInfo, kind: str, reason: str, message: 
 
 def fit_error(job: JobInfo) -> str:
     """Volcano's ``JobInfo.FitError``: task counts by status, then the first task's node errors."""
-    counts = {status.label: len(tasks) for status, tasks in job.status_index.items()}
-    counts["minAvailable"] = job.min_available
-    state = "pod group is ready" if job.is_ready() else "pod group is not ready"
-    message = f"{state}, " + ", ".join(sorted(f"{v} {k}" for k, v in counts.items()))
+    counts = tuple((status, len(tasks)) for status, tasks in job.status_index.items())
+    message = _counts_message(counts, job.min_available, job.is_ready())
     if job.job_fit_errors:
         return message + ". Origin reason is: " + job.job_fit_errors
     for task in job.tasks.values():
@@ -101,6 +101,16 @@ def fit_error(job: JobInfo) -> str:
         if errors is not None:
             return message + f". Origin reason is {task.name}: {errors.message()}"
     return message
+
+
+@lru_cache(maxsize=4096)
+def _counts_message(counts: tuple[tuple[TaskStatus, int], ...], min_available: int, ready: bool) -> str:
+    """The first part of ``fit_error``: whether the group is ready and its tasks by status (the
+    waiting jobs of a backlog mostly look alike, and every cycle writes each one's condition)."""
+    labels = {status.label: count for status, count in counts}
+    labels["minAvailable"] = min_available
+    state = "pod group is ready" if ready else "pod group is not ready"
+    return f"{state}, " + ", ".join(sorted(f"{v} {k}" for k, v in labels.items()))
 
 
 def skip_unschedulable_for_releasing(job: JobInfo) -> bool:
