@@ -6,7 +6,11 @@ its queue refuses gives up before any node is looked at (``_prospects``), and ph
 a job with no running task of its own whose queue refuses all its waiting tasks
 (``_gives_up_inside``). Each run here is made
 twice, once with the shortcuts and once taking every job and node the long way, and every
-cycle's decisions, phases, reasons and notes must be the same."""
+cycle's decisions, phases, reasons and notes must be the same.
+
+The three actions also build their job and task heaps late (at a queue's first turn, or for
+reclaim when a job is first taken in order), where Volcano builds them when the action starts;
+runs with the heaps built up front must decide the same."""
 
 from __future__ import annotations
 
@@ -14,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from lahar.scheduler.actions import allocate, preempt, reclaim
+from lahar.scheduler.actions import ACTIONS, allocate, preempt, reclaim
 from lahar.scheduler.framework.config import default_config_text, load_config
 from lahar.sim.compare import Clock, replay
 from lahar.sim.engine import Simulation
@@ -41,6 +45,48 @@ def _long_way(monkeypatch) -> None:
         return found
 
     monkeypatch.setattr(preempt, "_prospects", prospects)
+
+
+def _eager_heaps(monkeypatch) -> None:
+    """Every job and task heap built when its action starts, as Volcano builds them."""
+    built: dict[str, object] = {}  # allocate's heaps by queue, then preempt's ("preempt " + queue)
+    build_context, job_heap = allocate._build_context, allocate._job_heap
+
+    def eager_context(ssn):
+        queues, waiting = build_context(ssn)
+        sheets: dict = {}
+        built.clear()
+        built.update({uid: (job_heap(ssn, entries, sheets), sheets) for uid, entries in waiting.items()})
+        return queues, waiting
+
+    def stored_heap(ssn, entries, worksheets):
+        jobs, sheets = built.pop(entries[0][0].queue)
+        worksheets.update(sheets)
+        return jobs
+
+    monkeypatch.setattr(allocate, "_build_context", eager_context)
+    monkeypatch.setattr(allocate, "_job_heap", stored_heap)
+    preempt_execute, preempt_heaps = preempt.execute, preempt._heaps
+
+    def preempt_up_front(ssn):
+        built.clear()
+        for job in ssn.jobs.values():  # the starving jobs as preempt chooses them, by queue
+            queue = ssn.queues.get(job.queue)
+            if not job.is_pending() and ssn.job_valid(job)[0] and queue is not None and not ssn.suspended(queue) and ssn.job_starving(job):
+                built.setdefault("preempt " + job.queue, []).append(job)
+        for name in [k for k in built if k.startswith("preempt ")]:
+            built[name] = preempt_heaps(ssn, built[name])
+        preempt_execute(ssn)
+
+    monkeypatch.setitem(ACTIONS, "preempt", preempt_up_front)
+    monkeypatch.setattr(preempt, "_heaps", lambda ssn, starving: built.pop("preempt " + starving[0].queue))
+    heaps_init = reclaim._Heaps.__init__
+
+    def reclaim_up_front(self, ssn, starving):
+        heaps_init(self, ssn, starving)
+        self.built()
+
+    monkeypatch.setattr(reclaim._Heaps, "__init__", reclaim_up_front)
 
 
 def _counted(fn, answers: list[bool]):
@@ -85,16 +131,33 @@ def test_a_trace_backlog_gets_the_same_decisions_the_long_way(monkeypatch, nodes
     assert short == long
 
 
-@pytest.mark.parametrize("name", sorted(p.stem for p in (ROOT / "examples" / "seeds").glob("*.yaml")))
-def test_seed_scenarios_get_the_same_decisions_the_long_way(monkeypatch, name):
-    def cycles() -> list:
-        objects, conf = load_simulation_inputs([str(ROOT / "examples" / "seeds" / f"{name}.yaml")], None)
-        sim = Simulation(objects, conf, period=1.0)
-        sim.run_cycles(30)
-        return [_fingerprint(record) for record in sim.cycles]
+def _seed_cycles(name: str) -> list:
+    objects, conf = load_simulation_inputs([str(ROOT / "examples" / "seeds" / f"{name}.yaml")], None)
+    sim = Simulation(objects, conf, period=1.0)
+    sim.run_cycles(30)
+    return [_fingerprint(record) for record in sim.cycles]
 
-    short = cycles()
+
+SEEDS = sorted(p.stem for p in (ROOT / "examples" / "seeds").glob("*.yaml"))
+
+
+@pytest.mark.parametrize("name", SEEDS)
+def test_seed_scenarios_get_the_same_decisions_the_long_way(monkeypatch, name):
+    short = _seed_cycles(name)
     with monkeypatch.context() as patch:
         _long_way(patch)
-        long = cycles()
+        long = _seed_cycles(name)
     assert short == long
+
+
+@pytest.mark.parametrize("nodes", ["3 x cpu=64,memory=512Gi,gpu=8", "6 x cpu=64,memory=512Gi,gpu=8"])
+def test_heaps_built_late_decide_as_heaps_built_up_front(monkeypatch, nodes):
+    late = _trace_cycles(nodes)
+    with monkeypatch.context() as patch:
+        _eager_heaps(patch)
+        up_front = _trace_cycles(nodes)
+    assert late == up_front
+    late_seeds = [_seed_cycles(name) for name in SEEDS]
+    with monkeypatch.context() as patch:
+        _eager_heaps(patch)
+        assert [_seed_cycles(name) for name in SEEDS] == late_seeds

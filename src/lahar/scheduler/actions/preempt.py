@@ -47,8 +47,7 @@ def _between_jobs(ssn: Session, starving: list[JobInfo]) -> None:
     the heaps come out the same; a queue with nothing to do never needs them."""
     if all(_nothing_to_do(ssn, job) for job in starving):
         return  # taking the jobs in order would change nothing (a deep backlog pays for the heap)
-    jobs = PriorityQueue(ssn.job_order_fn, starving)
-    tasks = {job.uid: PriorityQueue(ssn.task_order_fn, job.tasks_in(TaskStatus.PENDING)) for job in starving}
+    jobs, tasks = _heaps(ssn, starving)
     while not jobs.empty():
         job = jobs.pop()
         stmt = Statement(ssn)
@@ -64,6 +63,12 @@ def _between_jobs(ssn: Session, starving: list[JobInfo]) -> None:
             stmt.commit()
         else:
             stmt.discard()
+
+
+def _heaps(ssn: Session, starving: list[JobInfo]) -> tuple[PriorityQueue[JobInfo], dict[str, PriorityQueue[TaskInfo]]]:
+    """A queue's starving jobs in job order, and each one's pending tasks in task order."""
+    tasks = {job.uid: PriorityQueue(ssn.task_order_fn, job.tasks_in(TaskStatus.PENDING)) for job in starving}
+    return PriorityQueue(ssn.job_order_fn, starving), tasks
 
 
 def _inside_job(ssn: Session, job: JobInfo) -> None:
