@@ -92,18 +92,21 @@ class ProportionPlugin(Plugin):
         answers = self._answers.setdefault(queue.uid, {})
         answer = answers.get(key)
         if answer is None:
-            answer = answers[key] = self._allocatable(queue, [task])
+            answer = answers[key] = self._within_deserved(queue, req)
         return answer
 
     def _allocatable(self, queue: QueueInfo, tasks: list[TaskInfo]) -> bool:
-        if queue.state not in self.states:
-            return False
-        attr = self.attrs[queue.uid]
         total = Resource()
         for task in tasks:
             total.add(task.resreq)
-        future = attr.allocated.clone().add(total)
-        return future.less_equal_with_dimension_and_resources_name(attr.deserved, total)[0]
+        return self._within_deserved(queue, total)
+
+    def _within_deserved(self, queue: QueueInfo, request: Resource) -> bool:
+        if queue.state not in self.states:
+            return False
+        attr = self.attrs[queue.uid]
+        future = attr.allocated.clone().add(request)
+        return future.less_equal_with_dimension_and_resources_name(attr.deserved, request)[0]
 
     def _enqueueable(self, ssn: Session):
         def enqueueable(job: JobInfo) -> int:
