@@ -124,9 +124,7 @@ def test_a_trace_backlog_gets_the_same_decisions_the_long_way(monkeypatch, nodes
             patch.setattr(module, name, _counted(getattr(module, name), passed_over[label]))
         short = _trace_cycles(nodes)
     assert all(sum(answers) > 100 for answers in passed_over.values()), {k: sum(v) for k, v in passed_over.items()}  # each was taken
-    with monkeypatch.context() as patch:
-        _long_way(patch)
-        long = _trace_cycles(nodes)
+    long = _patched(_long_way, lambda: _trace_cycles(nodes))
     assert any(reason != "None" for _, _, jobs, _ in short for _, _, reason in jobs)  # jobs did wait
     assert short == long
 
@@ -141,23 +139,20 @@ def _seed_cycles(name: str) -> list:
 SEEDS = sorted(p.stem for p in (ROOT / "examples" / "seeds").glob("*.yaml"))
 
 
+def _patched(patch_with, run):
+    """``run()`` with the actions patched by ``patch_with``."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch_with(patch)
+        return run()
+
+
 @pytest.mark.parametrize("name", SEEDS)
-def test_seed_scenarios_get_the_same_decisions_the_long_way(monkeypatch, name):
-    short = _seed_cycles(name)
-    with monkeypatch.context() as patch:
-        _long_way(patch)
-        long = _seed_cycles(name)
-    assert short == long
+def test_seed_scenarios_get_the_same_decisions_the_long_way(name):
+    assert _seed_cycles(name) == _patched(_long_way, lambda: _seed_cycles(name))
 
 
 @pytest.mark.parametrize("nodes", ["3 x cpu=64,memory=512Gi,gpu=8", "6 x cpu=64,memory=512Gi,gpu=8"])
-def test_heaps_built_late_decide_as_heaps_built_up_front(monkeypatch, nodes):
-    late = _trace_cycles(nodes)
-    with monkeypatch.context() as patch:
-        _eager_heaps(patch)
-        up_front = _trace_cycles(nodes)
-    assert late == up_front
+def test_heaps_built_late_decide_as_heaps_built_up_front(nodes):
+    assert _trace_cycles(nodes) == _patched(_eager_heaps, lambda: _trace_cycles(nodes))
     late_seeds = [_seed_cycles(name) for name in SEEDS]
-    with monkeypatch.context() as patch:
-        _eager_heaps(patch)
-        assert [_seed_cycles(name) for name in SEEDS] == late_seeds
+    assert late_seeds == _patched(_eager_heaps, lambda: [_seed_cycles(name) for name in SEEDS])
