@@ -162,11 +162,15 @@ class LeaderLoop:
             self._inner = self._make()  # everything from the store, as at a restart
             self._term = term
         service = self._inner.service
-        with service.lock, service.store.batch():
-            if not self.leadership.confirm():
-                self.skipped += 1
-                return None
-            return self._inner.tick()
+        try:
+            with service.lock, service.store.batch():
+                if not self.leadership.confirm():
+                    self.skipped += 1
+                    return None
+                return self._inner.tick()
+        except BaseException:
+            self._inner.reread_store()  # the fenced transaction was undone, the inner tick's part with it
+            raise
 
     def start(self) -> None:
         self.leadership.start()

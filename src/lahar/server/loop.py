@@ -36,7 +36,8 @@ from lahar.errors import AlreadyExists, Conflict, LaharError, NotFound
 from lahar.model.base import ApiObject
 from lahar.model.cluster import Command
 from lahar.model.manifest import KINDS
-from lahar.model.workload import PodGroup
+from lahar.model.job import Job
+from lahar.model.workload import Pod, PodGroup
 from lahar.scheduler.cycle import CycleResult, run_cycle
 from lahar.scheduler.framework.config import SchedulerConf
 from lahar.server.events import EventLog
@@ -55,6 +56,7 @@ class StoreWorld(World):
     """A ``World`` whose tables mirror the store and whose writes go to the store."""
 
     def __init__(self, service: ApiService, events: EventLog | None = None) -> None:
+        self._unreconciled: set[tuple[str, str]] = set()  # (kind, key) for reconcile_all to look at
         self.service = service
         self.event_log = events or EventLog(service.store, service.clock)
         super().__init__(raw=True)  # the store already holds root and default
@@ -168,11 +170,29 @@ class StoreWorld(World):
             message, reason, type_ = f"{described} processed" + (f": {own[-1].message}" if own else ": nothing to change"), "CommandProcessed", "Normal"
         self.event_log.emit("Queue", target.name, reason, message, type_, queue=target.name, now=now)
 
+    def ingest(self, obj: ApiObject) -> None:
+        super().ingest(obj)
+        if isinstance(obj, Job) or (isinstance(obj, Pod) and obj.group_name is None):
+            self._unreconciled.add((obj.kind, obj.key))
+
+    def forget(self, obj: ApiObject) -> None:
+        super().forget(obj)
+        if isinstance(obj, PodGroup) and obj.key in self.jobs:  # a vcjob's podgroup went away: made again
+            self._unreconciled.add(("Job", obj.key))
+
     def reconcile_all(self) -> None:
-        for job in list(self.jobs.values()):
-            self.reconcile(job)
-        for pod in list(self.pods.values()):
-            if pod.group_name is None:
+        """What the job and podgroup controllers do, for every vcjob and bare pod that came or
+        changed since the last call, or whose podgroup went away (for the others ``reconcile``
+        would do nothing: it is idempotent). In table order, as a pass over every object would
+        take them; without a scan that grows with the cluster."""
+        marked, self._unreconciled = self._unreconciled, set()
+        if not marked:
+            return
+        for key, job in list(self.jobs.items()):
+            if ("Job", key) in marked:
+                self.reconcile(job)
+        for key, pod in list(self.pods.items()):
+            if ("Pod", key) in marked and pod.group_name is None:
                 self.reconcile(pod)
 
     def write_reasons(self, result: CycleResult, now: float | None = None) -> None:
@@ -233,42 +253,62 @@ class ControlLoop:
         self.usage = UsageHistory(service.store)
         self.usage.start(self.world)
         self.last: CycleResult | None = None
+        self._stale = False  # a tick failed: the world may hold what its undone transaction wrote
         self.cycles = 0
         self.errors = 0
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
     def tick(self) -> CycleResult:
-        """One pass of every step (see the module docstring)."""
-        with self.service.lock, self.service.store.batch():
-            now = self.clock()
-            world = self.world
-            world.sync()
-            world.reconcile_all()
-            world.run_commands(now)
-            world.complete_due(now)
-            if self.runtime is not None:
-                self.runtime.step(world)  # exited processes end their tasks before the cycle
-            world.refresh_queues(now)
-            self.cycles += 1
-            started = time.perf_counter()
-            result = run_cycle(world.cache, self.conf, now, uid=f"cycle-{self.cycles}")
-            seconds = time.perf_counter() - started
-            world.apply(result, now)
-            if self.runtime is not None:
-                self.runtime.step(world)  # bound tasks start, evicted ones are stopped
-            world.event_log.decisions(result.decisions, lambda job: getattr(result.jobs.get(job), "queue", None), now)
-            world.write_reasons(result, now)
-            world.write_allocations(result)
-            world.refresh_queues(now)
-            self.usage.observe(world, now, [uid for uid, outcome in result.jobs.items() if outcome.phase == "Completed"])
-            self.usage.maybe_flush(now)
-            world.event_log.prune(now)
-            world.skip_own_writes()
-            self.last = result
-            if self.on_cycle is not None:
-                self.on_cycle(result, seconds, world.queues)
+        """One pass of every step (see the module docstring).
+
+        A tick that fails part-way writes nothing: its store transaction is undone. What it took
+        in meanwhile (pods made, binds, phases) is then forgotten too: the next tick first reads
+        the store again, as at a restart, or it would go on believing writes that never were."""
+        with self.service.lock:
+            if self._stale:
+                self.world = StoreWorld(self.service)
+                self.usage.start(self.world)
+            self._stale = True  # until the tick's transaction is committed
+            with self.service.store.batch():
+                result = self._tick()
+            self._stale = False
             return result
+
+    def reread_store(self) -> None:
+        """The next tick begins by reading the store again: a transaction around the last tick
+        (a caller's own batch) was undone, so the world may hold writes that never were."""
+        self._stale = True
+
+    def _tick(self) -> CycleResult:
+        now = self.clock()
+        world = self.world
+        world.sync()
+        world.reconcile_all()
+        world.run_commands(now)
+        world.complete_due(now)
+        if self.runtime is not None:
+            self.runtime.step(world)  # exited processes end their tasks before the cycle
+        world.refresh_queues(now)
+        self.cycles += 1
+        started = time.perf_counter()
+        result = run_cycle(world.cache, self.conf, now, uid=f"cycle-{self.cycles}")
+        seconds = time.perf_counter() - started
+        world.apply(result, now)
+        if self.runtime is not None:
+            self.runtime.step(world)  # bound tasks start, evicted ones are stopped
+        world.event_log.decisions(result.decisions, lambda job: getattr(result.jobs.get(job), "queue", None), now)
+        world.write_reasons(result, now)
+        world.write_allocations(result)
+        world.refresh_queues(now)
+        self.usage.observe(world, now, [uid for uid, outcome in result.jobs.items() if outcome.phase == "Completed"])
+        self.usage.maybe_flush(now)
+        world.event_log.prune(now)
+        world.skip_own_writes()
+        self.last = result
+        if self.on_cycle is not None:
+            self.on_cycle(result, seconds, world.queues)
+        return result
 
     def start(self) -> None:
         self._thread = threading.Thread(target=self._run, name="lahar-control-loop", daemon=True)

@@ -59,6 +59,7 @@ class World:
     started: dict[str, float] = field(default_factory=dict)
     live: LiveView = field(default_factory=LiveView)
     _ends: list = field(default_factory=list)  # heap of (end time, pod key) of running tasks
+    _statuses_seen: dict = field(default_factory=dict)  # vcjob key -> (job, outcome figures) found up to date
 
     def __post_init__(self) -> None:
         if not self.raw:
@@ -234,12 +235,19 @@ class World:
                 self._job_status(job, outcome)
 
     def _job_status(self, job: Job, outcome: Any) -> None:
-        """A vcjob's status follows its podgroup: phase and pod counts (as ``vcctl job list`` shows)."""
+        """A vcjob's status follows its podgroup: phase and pod counts (as ``vcctl job list`` shows).
+        A job found up to date stays so until it or its outcome changes: asked again with the same
+        job object and the same figures, nothing is worked out (every running job, every cycle)."""
+        figures = (outcome.phase, outcome.running, outcome.succeeded, outcome.failed)
+        seen = self._statuses_seen.get(job.key)
+        if seen is not None and seen[0] is job and seen[1] == figures:
+            return
         phase = {"Inqueue": "Pending", "Unknown": "Pending"}.get(outcome.phase, outcome.phase) or "Pending"
         counts = (outcome.running, outcome.succeeded, outcome.failed)
         pending = max(0, job.total_replicas - sum(counts))
         status = job.status
         if (status.state or {}).get("phase") == phase and (status.running, status.succeeded, status.failed, status.pending) == (*counts, pending):
+            self._statuses_seen[job.key] = (job, figures)
             return
         running, succeeded, failed = counts
         changes = {"state": {"phase": phase}, "running": running, "succeeded": succeeded, "failed": failed, "pending": pending}
