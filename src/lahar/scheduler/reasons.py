@@ -120,9 +120,13 @@ def _placement_reason(ssn: Session, job: JobInfo, queue, notes: dict) -> dict | 
 
 
 def _deserved_reason(ssn: Session, job: JobInfo) -> dict:
-    request = Resource()
-    for task in job.tasks_in(TaskStatus.PENDING):
-        request.add(task.resreq)
+    pending = job.tasks_in(TaskStatus.PENDING)
+    if len(pending) == 1:
+        request = pending[0].resreq  # only read below: the sum of one is the request itself
+    else:
+        request = Resource()
+        for task in pending:
+            request.add(task.resreq)
     # the same for every waiting job of the queue that asks alike: written once per session
     written = ssn.memo.setdefault("deserved-reasons", {})
     key = (job.queue, request.milli_cpu, request.memory, tuple((request.scalars or {}).items()))
