@@ -69,3 +69,25 @@ def test_add_job_matches_the_per_job_formulas(specs):
     expected = _expected(jobs)
     for name, total in expected.items():
         assert _values(getattr(attr, name)) == _values(total), name
+
+
+def _exact(resource: Resource) -> tuple:
+    """Every value and scalar key, in order, as a later ``Resource.add`` would meet them."""
+    return resource.milli_cpu, resource.memory, None if resource.scalars is None else list(resource.scalars.items())
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(tasks, minimums, st.sampled_from(["Pending", "Inqueue", "Running"])), max_size=5))
+def test_add_job_adds_what_the_built_parts_would_add(specs):
+    """``add_job`` adds inqueue and elastic in place: the same values and scalar keys, in the same
+    order, as adding the parts ``job_inqueue`` and ``get_elastic_resources`` build."""
+    jobs = [_job(i, members, minimum, phase) for i, (members, minimum, phase) in enumerate(specs)]
+    attr = QueueAttr("q")
+    inqueue, elastic = Resource(), Resource()
+    for job in jobs:
+        add_job(attr, job)
+        if job.podgroup is not None and job.podgroup.spec.min_resources is not None:
+            inqueue.add(job_inqueue(job))
+        elastic.add(job.get_elastic_resources())
+    assert _exact(attr.inqueue) == _exact(inqueue)
+    assert _exact(attr.elastic) == _exact(elastic)

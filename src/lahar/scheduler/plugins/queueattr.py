@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from lahar.resources import MAX_FLOAT, MIN_RESOURCE, Resource, share
+from lahar.resources import MAX_FLOAT, MIN_RESOURCE, Dim, Resource, share
 from lahar.scheduler.api import JobInfo, TaskStatus, allocated_status
 from lahar.scheduler.framework.config import Arguments
 
@@ -56,15 +56,27 @@ def add_job(attr: QueueAttr, job: JobInfo) -> None:
     for task in job.status_index.get(TaskStatus.PENDING, {}).values():
         attr.request.add(task.resreq)
     if job.podgroup is not None and job.podgroup.spec.min_resources is not None:
-        attr.inqueue.add(job_inqueue(job))  # without minResources a job reserves nothing
+        _add_inqueue(attr.inqueue, job)  # without minResources a job reserves nothing
     if job.min_resources is not None:
-        attr.elastic.add(job.get_elastic_resources())
+        _add_exceeded(attr.elastic, job.allocated, job.min_resources)
     else:
         _add_positive(attr.elastic, job.allocated)  # all it holds is elastic
 
 
+# The three helpers below add to a queue's total what ``Resource.add`` of the part built by
+# ``job_inqueue``, ``JobInfo.get_elastic_resources`` or the positive part of an allocation would
+# add (the same values, the same scalar keys in the same order) without building that part: a
+# server adds every running job of the cluster to its queue every cycle.
+
+
+def _add_scalar(total: Resource, name: str, value: float) -> None:
+    if total.scalars is None:
+        total.scalars = {}
+    total.scalars[name] = total.scalars.get(name, 0.0) + value
+
+
 def _add_positive(total: Resource, held: Resource) -> None:
-    """``total.add(held's positive part)`` without building that part (most jobs hold no minimum)."""
+    """``total.add(held's positive part)`` (a job without minResources: all it holds is elastic)."""
     if held.milli_cpu > 0:
         total.milli_cpu += held.milli_cpu
     if held.memory > 0:
@@ -72,9 +84,53 @@ def _add_positive(total: Resource, held: Resource) -> None:
     if held.scalars:
         for name, value in held.scalars.items():
             if value > 0:
-                if total.scalars is None:
-                    total.scalars = {}
-                total.scalars[name] = total.scalars.get(name, 0.0) + value
+                _add_scalar(total, name, value)
+
+
+def _add_exceeded(total: Resource, held: Resource, minimum: Resource) -> None:
+    """``total.add(exceeded_part(held, minimum))``: per dimension ``held - minimum`` where held is
+    more (a scalar missing on one side is 0; ``Dim.INFINITY`` kept as ``Resource.diff`` keeps it)."""
+    if held.milli_cpu > minimum.milli_cpu:
+        total.milli_cpu += held.milli_cpu - minimum.milli_cpu
+    if held.memory > minimum.memory:
+        total.memory += held.memory - minimum.memory
+    mine, theirs = held.scalars or {}, minimum.scalars or {}
+    if not mine and not theirs:
+        return
+    infinite = float(Dim.INFINITY)
+    names = list(mine) + [name for name in theirs if name not in mine]
+    for name in names:
+        lval, rval = mine.get(name, 0.0), theirs.get(name, 0.0)
+        if lval == infinite:
+            _add_scalar(total, name, lval)
+        elif rval != infinite and lval > rval:
+            _add_scalar(total, name, lval - rval)
+
+
+def _add_inqueue(total: Resource, job: JobInfo) -> None:
+    """``total.add(job_inqueue(job))``, for a job whose podgroup sets minResources."""
+    if job.phase != "Inqueue":
+        if job.phase != "Running":
+            return
+        allocated_tasks = sum(len(t) for s, t in job.status_index.items() if allocated_status(s))
+        if allocated_tasks < job.podgroup.spec.min_member:
+            return
+    allocated, minimum = job.allocated, job.min_resources
+    held = allocated.scalars or {}
+    for name in job.podgroup.spec.min_resources:
+        reserved = minimum.get(name) if minimum is not None else 0.0
+        if name == "cpu":
+            if reserved - allocated.milli_cpu > 0:
+                total.milli_cpu += reserved - allocated.milli_cpu
+        elif name == "memory":
+            if reserved - allocated.memory > 0:
+                total.memory += reserved - allocated.memory
+        elif not name.startswith("count/"):
+            have = held.get(name)
+            if have is None and name != "pods":
+                _add_scalar(total, name, float(reserved))
+            elif reserved - (have or 0.0) > 0:
+                _add_scalar(total, name, float(reserved - (have or 0.0)))
 
 
 def job_inqueue(job: JobInfo) -> Resource:
