@@ -46,7 +46,7 @@ class UsageHistory:
         self.ledger = UsageLedger(retention, series_points)
         self._written: dict[tuple[str, str, float], str] = {}  # bucket key -> its last written JSON
         self._counted: set[str] = set()  # completed podgroups already charged
-        self._charges: dict[str, tuple] = {}  # running pod key -> (versions, (queue, user), request)
+        self._charges: dict[str, tuple] = {}  # running pod key -> (pod, group key, group, (queue, user), request)
         self._next_flush: float | None = None
         self._world: Any = None
         self._load()
@@ -74,7 +74,7 @@ class UsageHistory:
                 continue
             charge = self._charge(world, key, pod)
             live[key] = charge
-            _, owner, request = charge
+            owner, request = charge[3], charge[4]
             total = totals.get(owner)
             if total is None:
                 totals[owner] = request.clone()
@@ -86,16 +86,20 @@ class UsageHistory:
         self._finished(world, now, candidates)
 
     def _charge(self, world: Any, key: str, pod: Any) -> tuple:
-        """(versions, (queue, user), request) of a running pod, worked out again only when the pod
-        or its podgroup changed (their resource versions)."""
-        group_key = f"{pod.metadata.namespace}/{pod.group_name}" if pod.group_name else None
-        group = world.podgroups.get(group_key) if group_key else None
-        versions = (pod.metadata.resource_version, group.metadata.resource_version if group is not None else None)
+        """(pod, podgroup key, podgroup, (queue, user), request) of a running pod, worked out again
+        only when the pod or its podgroup changed. The world replaces an object that changes
+        (it never changes one in place), so the same objects mean the same charge."""
         known = self._charges.get(key)
-        if known is not None and known[0] == versions:
-            return known
+        if known is not None and known[0] is pod:
+            group_key = known[1]
+            group = world.podgroups.get(group_key) if group_key else None
+            if group is known[2]:
+                return known
+        else:
+            group_key = f"{pod.metadata.namespace}/{pod.group_name}" if pod.group_name else None
+            group = world.podgroups.get(group_key) if group_key else None
         queue = group.spec.queue if group is not None else pod.queue
-        return versions, (queue or "default", _owner(pod, group, world)), _request(pod)
+        return pod, group_key, group, (queue or "default", _owner(pod, group, world)), _request(pod)
 
     def _finished(self, world: Any, now: float, candidates: Iterable[str]) -> None:
         done = []

@@ -232,14 +232,14 @@ class World:
                 self._store(group.model_copy(update={"status": status}))
             job = self.jobs.get(uid)
             if job is not None:
-                self._job_status(job, outcome)
+                self._job_status(uid, job, outcome)
 
-    def _job_status(self, job: Job, outcome: Any) -> None:
+    def _job_status(self, key: str, job: Job, outcome: Any) -> None:
         """A vcjob's status follows its podgroup: phase and pod counts (as ``vcctl job list`` shows).
         A job found up to date stays so until it or its outcome changes: asked again with the same
         job object and the same figures, nothing is worked out (every running job, every cycle)."""
         figures = (outcome.phase, outcome.running, outcome.succeeded, outcome.failed)
-        seen = self._statuses_seen.get(job.key)
+        seen = self._statuses_seen.get(key)
         if seen is not None and seen[0] is job and seen[1] == figures:
             return
         phase = {"Inqueue": "Pending", "Unknown": "Pending"}.get(outcome.phase, outcome.phase) or "Pending"
@@ -247,7 +247,7 @@ class World:
         pending = max(0, job.total_replicas - sum(counts))
         status = job.status
         if (status.state or {}).get("phase") == phase and (status.running, status.succeeded, status.failed, status.pending) == (*counts, pending):
-            self._statuses_seen[job.key] = (job, figures)
+            self._statuses_seen[key] = (job, figures)
             return
         running, succeeded, failed = counts
         changes = {"state": {"phase": phase}, "running": running, "succeeded": succeeded, "failed": failed, "pending": pending}
