@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import pickle
 import subprocess
 import sys
 from pathlib import Path
@@ -11,10 +12,11 @@ from pathlib import Path
 import pytest
 
 from lahar.errors import BadRequest
-from lahar.sim.compare import Clock, differences, read_side, replay
+from lahar.scheduler.framework.config import default_config_text, load_config
+from lahar.sim.compare import Clock, differences, read_side, replay, replay_position, run_replay
 from lahar.sim.engine import Simulation
 from lahar.sim.inputs import resolve_config
-from lahar.sim.traces import build_workload
+from lahar.sim.traces import build_workload, parse_cluster
 
 ROOT = Path(__file__).resolve().parents[2]
 LAHAR = [sys.executable, "-m", "lahar.cli.main"]
@@ -168,3 +170,29 @@ def test_a_bad_csv_row_is_reported_by_the_cli(files):
     result = lahar("simulate", "--trace", f"csv:{files / 'bad.csv'}")
     assert result.returncode == 1 and "Traceback" not in result.stderr
     assert f"{files / 'bad.csv'}: line 3, column duration: 'ten' must be a duration" in result.stderr
+
+
+def test_a_replay_paused_pickled_and_resumed_decides_as_one_run_straight_through():
+    """What ``bench/checkpoint.py`` does: the second half, resumed from a pickle, decides as the
+    second half of one run straight through."""
+
+    def started() -> tuple:
+        workload = build_workload(f"philly:{ROOT / 'tests' / 'data' / 'traces' / 'philly-head.csv'}", limit=120)
+        workload.nodes = parse_cluster(["4 x cpu=64,memory=512Gi,gpu=8"])  # small: jobs wait
+        objects, _ = workload.objects(None)
+        seen: list = []
+        sim = Simulation(objects, load_config(default_config_text()), period=1.0, observers=[lambda s, r: seen.append((r.time, [(d.type, d.task, d.node) for d in r.result.decisions]))])
+        sim.keep_cycles = False
+        return sim, replay_position(objects, Clock(1.0, None, None)), seen
+
+    sim, position, straight = started()
+    assert not run_replay(sim, position)  # to the end
+    sim, position, first = started()
+    assert run_replay(sim, position, cycles=len(straight) // 2)
+    sim.observers = []  # a lambda does not pickle
+    sim, position = pickle.loads(pickle.dumps((sim, position)))
+    rest: list = []
+    sim.observers = [lambda s, r: rest.append((r.time, [(d.type, d.task, d.node) for d in r.result.decisions]))]
+    assert not run_replay(sim, position)
+    assert first + rest == straight
+    assert any(decisions for _, decisions in straight)

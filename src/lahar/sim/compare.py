@@ -41,7 +41,7 @@ from lahar.sim.metrics import MetricsCollector, fmt_num, fmt_pct, fmt_seconds, m
 from lahar.sim.traces.records import Routing, route
 from lahar.sim.traces.workload import Workload, read_queue_file
 
-__all__ = ["Side", "Clock", "read_side", "labelled", "routing_of", "replay", "run_side", "run_sides", "compare_json", "differences", "difference_rows"]
+__all__ = ["Side", "Clock", "ReplayPosition", "read_side", "labelled", "routing_of", "replay", "replay_position", "run_replay", "run_side", "run_sides", "compare_json", "differences", "difference_rows"]
 
 
 _MAX_CYCLES = 10_000_000
@@ -109,32 +109,57 @@ def replay(sim: Simulation, objects: list[ApiObject], clock: Clock) -> None:
     if clock.cycles is not None:
         sim.run_cycles(clock.cycles)
         return
-    until = clock.until if clock.until is not None else math.inf
-    arrivals = sorted(_arrival(o) for o in objects if not isinstance(o, SchedulerConfiguration))
     with paused_gc():
-        _replay(sim, arrivals, until, clock.period)
+        run_replay(sim, replay_position(objects, clock))
 
 
-def _replay(sim: Simulation, arrivals: list[float], until: float, period: float) -> None:
-    now, seen, previous = 0.0, 0, None
-    for count in range(_MAX_CYCLES):
-        if count % 256 == 255:
-            gc.collect(1)
-        if now > until:
-            return
-        record = sim.step(now)
+@dataclass
+class ReplayPosition:
+    """Where a replay stands between two cycles: the next cycle's time and what choosing the one
+    after needs. Kept apart from the loop so that a replay can be paused, saved with its
+    simulation (``pickle``) and resumed (``bench/trace.py --checkpoint``)."""
+
+    arrivals: list[float]  # every arrival time, sorted
+    period: float
+    until: float = math.inf
+    now: float = 0.0
+    seen: int = 0  # arrivals at or before ``now``
+    previous: list | None = None  # the last cycle's decisions
+
+    def advance(self, sim: Simulation, record: Any) -> bool:
+        """Move ``now`` to the next cycle after ``record``; False when nothing is left to happen."""
         decisions = [(d.type, d.task, d.node) for d in record.result.decisions]
-        repeated = decisions == previous and all(kind == "pipeline" for kind, _, _ in decisions)
-        previous = decisions
+        repeated = decisions == self.previous and all(kind == "pipeline" for kind, _, _ in decisions)
+        self.previous = decisions
         busy = bool(record.completed or (decisions and not repeated))
         upcoming = None
         if not busy:
-            seen = bisect.bisect_right(arrivals, now, lo=seen)
-            upcoming = min(arrivals[seen] if seen < len(arrivals) else math.inf, sim.world.next_completion() or math.inf)
-        following = next_step_time(now, period, busy, None if upcoming == math.inf else upcoming)
+            self.seen = bisect.bisect_right(self.arrivals, self.now, lo=self.seen)
+            upcoming = min(self.arrivals[self.seen] if self.seen < len(self.arrivals) else math.inf, sim.world.next_completion() or math.inf)
+        following = next_step_time(self.now, self.period, busy, None if upcoming == math.inf else upcoming)
         if following is None:
-            return
-        now = following
+            return False
+        self.now = following
+        return True
+
+
+def replay_position(objects: list[ApiObject], clock: Clock) -> ReplayPosition:
+    """The start of a replay of ``objects`` (``clock.cycles`` is not used here)."""
+    arrivals = sorted(_arrival(o) for o in objects if not isinstance(o, SchedulerConfiguration))
+    return ReplayPosition(arrivals, clock.period, clock.until if clock.until is not None else math.inf)
+
+
+def run_replay(sim: Simulation, position: ReplayPosition, cycles: int = _MAX_CYCLES) -> bool:
+    """Up to ``cycles`` cycles from ``position`` (moved along); False once the replay is over."""
+    for count in range(cycles):
+        if count % 256 == 255:
+            gc.collect(1)
+        if position.now > position.until:
+            return False
+        record = sim.step(position.now)
+        if not position.advance(sim, record):
+            return False
+    return True
 
 
 def _arrival(obj: ApiObject) -> float:

@@ -1,0 +1,92 @@
+"""Pause the whole Philly replay at a cycle, then resume it from there: the deep backlog in seconds.
+
+    python bench/checkpoint.py save 21700 backlog.pkl           # replay to cycle 21,700 (minutes)
+    python bench/checkpoint.py run backlog.pkl --cycles 200      # the next 200 cycles (seconds)
+
+``save`` replays the whole trace as ``bench/trace.py philly`` does (same cluster, configuration
+and metrics) up to the given cycle and pickles the simulation with its replay position. ``run``
+loads it, runs the next cycles and prints one JSON line: CPU seconds, milliseconds per cycle and
+a digest of every cycle's decisions, podgroup phases, reasons and conditions. Two versions of
+the code that print the same digest decided the same.
+
+To compare two versions, run ``run`` alternately with each (``PYTHONPATH=OTHER/src``) on the same
+file. The file holds the simulation's objects as pickled by the code that saved it: save with the
+older version, and check that the newer one loads it (a class that gained an attribute the
+resumed cycles need will not work).
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import pickle
+import sys
+import time
+
+from lahar.scheduler.cycle import paused_gc
+from lahar.scheduler.framework.config import default_config_text, load_config
+from lahar.sim.compare import Clock, replay_position, run_replay
+from lahar.sim.engine import Simulation
+from lahar.sim.metrics import MetricsCollector
+from lahar.sim.traces import build_workload
+from trace import trace_path
+
+sys.setrecursionlimit(100_000)  # pickling the cluster's object graph goes deep
+
+
+def save(cycle: int, path: str, traces: str | None) -> None:
+    workload = build_workload(f"philly:{trace_path('philly', traces)}")
+    objects, _ = workload.objects(None)
+    sim = Simulation(objects, load_config(default_config_text()), period=1.0, observers=[MetricsCollector()])
+    sim.keep_cycles = False
+    position = replay_position(objects, Clock(1.0, None, None))
+    started = time.process_time()
+    with paused_gc():
+        run_replay(sim, position, cycles=cycle)
+    with open(path, "wb") as out:
+        pickle.dump((sim, position), out, protocol=pickle.HIGHEST_PROTOCOL)
+    print(json.dumps({"bench": "checkpoint", "saved": path, "cycles": sim.cycle_count, "sim_seconds": position.now, "cpu_seconds": round(time.process_time() - started, 1)}))
+
+
+def run(path: str, cycles: int) -> None:
+    with open(path, "rb") as source:
+        sim, position = pickle.load(source)
+    digest = hashlib.sha256()
+
+    def fingerprint(_sim: Simulation, record) -> None:
+        digest.update(repr([(d.type, d.task, d.node) for d in record.result.decisions]).encode())
+        jobs = sorted((uid, o.phase, repr(o.reason), repr(o.conditions)) for uid, o in record.result.jobs.items())
+        digest.update(repr(jobs).encode())
+
+    sim.observers.append(fingerprint)
+    first = sim.cycle_count
+    started = time.process_time()
+    with paused_gc():
+        run_replay(sim, position, cycles=cycles)
+    cpu = time.process_time() - started
+    done = sim.cycle_count - first
+    print(json.dumps({"bench": "checkpoint", "from_cycle": first, "cycles": done, "cpu_seconds": round(cpu, 2), "ms_per_cycle": round(1000 * cpu / max(done, 1), 2), "digest": digest.hexdigest()[:16]}))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    commands = parser.add_subparsers(dest="command", required=True)
+    saving = commands.add_parser("save", help="replay the whole trace to CYCLE and pickle it to FILE")
+    saving.add_argument("cycle", type=int)
+    saving.add_argument("file")
+    saving.add_argument("--traces", default=None, help="the traces folder (default: $LAHAR_TRACES or ../shared/traces)")
+    running = commands.add_parser("run", help="resume FILE for --cycles cycles; print CPU and a digest of the decisions")
+    running.add_argument("file")
+    running.add_argument("--cycles", type=int, default=200)
+    args = parser.parse_args()
+    if args.command == "save":
+        if args.cycle < 1:
+            sys.exit("save: CYCLE must be 1 or more")
+        save(args.cycle, args.file, args.traces)
+    else:
+        run(args.file, args.cycles)
+
+
+if __name__ == "__main__":
+    main()
