@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from lahar.model import PodGroup
 from lahar.resources import Resource
 from lahar.scheduler.api import JobInfo, TaskInfo, TaskStatus
-from lahar.scheduler.plugins.queueattr import QueueAttr, add_job, job_inqueue
+from lahar.scheduler.plugins.queueattr import QueueAttr, add_job
 
 GPU = "nvidia.com/gpu"
 ALLOCATED = {TaskStatus.BOUND, TaskStatus.BINDING, TaskStatus.RUNNING, TaskStatus.ALLOCATED}
@@ -39,6 +39,31 @@ def _job(index: int, members, minimum, phase: str) -> JobInfo:
     return job
 
 
+def _volcano_inqueue(job: JobInfo) -> Resource:
+    """Volcano's GetInqueueResource as a Resource of its own, for an admitted job: Inqueue, or
+    Running with at least minMember tasks allocated; per name in minResources, ``min - allocated``
+    where positive (a scalar the job holds none of: its whole minimum; ``pods`` never so)."""
+    out = Resource()
+    if job.podgroup is None or job.podgroup.spec.min_resources is None:
+        return out
+    allocated_tasks = sum(len(tasks) for status, tasks in job.status_index.items() if status in ALLOCATED)
+    if job.phase != "Inqueue" and not (job.phase == "Running" and allocated_tasks >= job.podgroup.spec.min_member):
+        return out
+    minimum, allocated = job.get_min_resources(), job.allocated
+    for name in job.podgroup.spec.min_resources:
+        if name in ("cpu", "memory"):
+            gap = minimum.get(name) - allocated.get(name)
+            if gap > 0:
+                setattr(out, "milli_cpu" if name == "cpu" else "memory", gap)
+        elif not name.startswith("count/"):
+            held = (allocated.scalars or {}).get(name)
+            if held is None and name != "pods":
+                out.set_scalar(name, minimum.get(name))
+            elif minimum.get(name) - (held or 0.0) > 0:
+                out.set_scalar(name, minimum.get(name) - (held or 0.0))
+    return out
+
+
 def _expected(jobs: list[JobInfo]) -> dict[str, Resource]:
     totals = {name: Resource() for name in ("allocated", "request", "inqueue", "elastic")}
     for job in jobs:
@@ -48,7 +73,7 @@ def _expected(jobs: list[JobInfo]) -> dict[str, Resource]:
                 totals["request"].add(task.resreq)
             elif task.status is TaskStatus.PENDING:
                 totals["request"].add(task.resreq)
-        totals["inqueue"].add(job_inqueue(job))
+        totals["inqueue"].add(_volcano_inqueue(job))
         totals["elastic"].add(job.get_elastic_resources())
     return totals
 
@@ -80,14 +105,13 @@ def _exact(resource: Resource) -> tuple:
 @given(st.lists(st.tuples(tasks, minimums, st.sampled_from(["Pending", "Inqueue", "Running"])), max_size=5))
 def test_add_job_adds_what_the_built_parts_would_add(specs):
     """``add_job`` adds inqueue and elastic in place: the same values and scalar keys, in the same
-    order, as adding the parts ``job_inqueue`` and ``get_elastic_resources`` build."""
+    order, as adding the parts Volcano's formulas build (``_volcano_inqueue``, ``get_elastic_resources``)."""
     jobs = [_job(i, members, minimum, phase) for i, (members, minimum, phase) in enumerate(specs)]
     attr = QueueAttr("q")
     inqueue, elastic = Resource(), Resource()
     for job in jobs:
         add_job(attr, job)
-        if job.podgroup is not None and job.podgroup.spec.min_resources is not None:
-            inqueue.add(job_inqueue(job))
+        inqueue.add(_volcano_inqueue(job))
         elastic.add(job.get_elastic_resources())
     assert _exact(attr.inqueue) == _exact(inqueue)
     assert _exact(attr.elastic) == _exact(elastic)

@@ -10,7 +10,7 @@ from lahar.resources import Resource
 from lahar.scheduler.api import JobInfo
 from lahar.scheduler.framework.session import PERMIT, REJECT, Session
 from lahar.scheduler.plugins.base import Plugin
-from lahar.scheduler.plugins.queueattr import job_inqueue
+from lahar.scheduler.plugins.queueattr import add_inqueue
 
 DEFAULT_FACTOR = 1.2
 
@@ -31,7 +31,7 @@ class OvercommitPlugin(Plugin):
             if job.phase == "Inqueue" and job.min_resources is not None:
                 self.inqueue.add(job.get_min_resources())
             elif job.phase == "Running":
-                self.inqueue.add(job_inqueue(job))
+                add_inqueue(self.inqueue, job)
         ssn.add("job_enqueueable", self.name, self._enqueueable(ssn))
         ssn.add("job_enqueued", self.name, self._enqueued)
 

@@ -15,7 +15,7 @@ from lahar.resources import MAX_FLOAT, MIN_RESOURCE, Dim, Resource, share
 from lahar.scheduler.api import JobInfo, TaskStatus, allocated_status
 from lahar.scheduler.framework.config import Arguments
 
-__all__ = ["QueueAttr", "add_job", "admits", "inqueue_resource", "schedulable_states", "update_share"]
+__all__ = ["QueueAttr", "add_inqueue", "add_job", "admits", "schedulable_states", "update_share"]
 
 
 @dataclass
@@ -55,24 +55,17 @@ def add_job(attr: QueueAttr, job: JobInfo) -> None:
     attr.request.add_nonzero(job.allocated)
     for task in job.status_index.get(TaskStatus.PENDING, {}).values():
         attr.request.add(task.resreq)
-    if job.podgroup is not None and job.podgroup.spec.min_resources is not None:
-        _add_inqueue(attr.inqueue, job)  # without minResources a job reserves nothing
+    add_inqueue(attr.inqueue, job)
     if job.min_resources is not None:
         _add_exceeded(attr.elastic, job.allocated, job.min_resources)
     else:
         _add_positive(attr.elastic, job.allocated)  # all it holds is elastic
 
 
-# The three helpers below add to a queue's total what ``Resource.add`` of the part built by
-# ``job_inqueue``, ``JobInfo.get_elastic_resources`` or the positive part of an allocation would
-# add (the same values, the same scalar keys in the same order) without building that part: a
-# server adds every running job of the cluster to its queue every cycle.
-
-
-def _add_scalar(total: Resource, name: str, value: float) -> None:
-    if total.scalars is None:
-        total.scalars = {}
-    total.scalars[name] = total.scalars.get(name, 0.0) + value
+# The helpers below add a job's part to a queue's total in place: what ``Resource.add`` of the
+# part ``JobInfo.get_elastic_resources`` (or the positive part of an allocation) builds would add,
+# the same values and scalar keys in the same order, without building that part. A server adds
+# every running job of the cluster to its queue every cycle.
 
 
 def _add_positive(total: Resource, held: Resource) -> None:
@@ -84,7 +77,7 @@ def _add_positive(total: Resource, held: Resource) -> None:
     if held.scalars:
         for name, value in held.scalars.items():
             if value > 0:
-                _add_scalar(total, name, value)
+                total.add_scalar(name, value)
 
 
 def _add_exceeded(total: Resource, held: Resource, minimum: Resource) -> None:
@@ -102,13 +95,18 @@ def _add_exceeded(total: Resource, held: Resource, minimum: Resource) -> None:
     for name in names:
         lval, rval = mine.get(name, 0.0), theirs.get(name, 0.0)
         if lval == infinite:
-            _add_scalar(total, name, lval)
+            total.add_scalar(name, lval)
         elif rval != infinite and lval > rval:
-            _add_scalar(total, name, lval - rval)
+            total.add_scalar(name, lval - rval)
 
 
-def _add_inqueue(total: Resource, job: JobInfo) -> None:
-    """``total.add(job_inqueue(job))``, for a job whose podgroup sets minResources."""
+def add_inqueue(total: Resource, job: JobInfo) -> None:
+    """Add what an admitted job still reserves of its ``minResources`` (Inqueue, or Running with
+    at least minMember tasks allocated): per dimension named there, ``max(min - allocated, 0)``
+    (Volcano's GetInqueueResource; a scalar the job holds none of reserves its whole minimum).
+    A job whose podgroup sets no minResources reserves nothing."""
+    if job.podgroup is None or job.podgroup.spec.min_resources is None:
+        return
     if job.phase != "Inqueue":
         if job.phase != "Running":
             return
@@ -128,47 +126,9 @@ def _add_inqueue(total: Resource, job: JobInfo) -> None:
         elif not name.startswith("count/"):
             have = held.get(name)
             if have is None and name != "pods":
-                _add_scalar(total, name, float(reserved))
+                total.add_scalar(name, reserved)
             elif reserved - (have or 0.0) > 0:
-                _add_scalar(total, name, float(reserved - (have or 0.0)))
-
-
-def job_inqueue(job: JobInfo) -> Resource:
-    """What an admitted job still reserves of its ``minResources`` (Inqueue, or Running but short)."""
-    if job.podgroup is None or job.podgroup.spec.min_resources is None:
-        return Resource()
-    if job.phase == "Inqueue":
-        return inqueue_resource(job, job.allocated)
-    allocated_tasks = sum(len(t) for s, t in job.status_index.items() if allocated_status(s))
-    if job.phase == "Running" and allocated_tasks >= job.podgroup.spec.min_member:
-        return inqueue_resource(job, job.allocated)
-    return Resource()
-
-
-def inqueue_resource(job: JobInfo, allocated: Resource) -> Resource:
-    """Per dimension named in minResources, ``max(min - allocated, 0)`` (Volcano's GetInqueueResource)."""
-    names = job.podgroup.spec.min_resources or {} if job.podgroup else {}
-    minimum = job.get_min_resources()
-    out = Resource()
-    for name in names:
-        if name == "cpu":
-            if minimum.milli_cpu - allocated.milli_cpu > 0:
-                out.milli_cpu = minimum.milli_cpu - allocated.milli_cpu
-        elif name == "memory":
-            if minimum.memory - allocated.memory > 0:
-                out.memory = minimum.memory - allocated.memory
-        elif name.startswith("count/"):
-            continue
-        else:
-            reserved = minimum.get(name)
-            held = (allocated.scalars or {}).get(name)
-            if out.scalars is None and name != "pods":
-                out.scalars = {}
-            if held is None and name != "pods":
-                out.set_scalar(name, reserved)
-            elif reserved - (held or 0.0) > 0:
-                out.set_scalar(name, reserved - (held or 0.0))
-    return out
+                total.add_scalar(name, reserved - (have or 0.0))
 
 
 def update_share(attr: QueueAttr, empty_share: float = 0.0) -> None:
