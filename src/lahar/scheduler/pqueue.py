@@ -9,11 +9,11 @@ rest, and removes the last. ``heapq`` cannot take a comparator, hence this small
 
 from __future__ import annotations
 
-from typing import Callable, Generic, Iterable, Iterator, TypeVar
+from typing import Callable, Generic, Iterable, TypeVar
 
 T = TypeVar("T")
 
-__all__ = ["PriorityQueue"]
+__all__ = ["PriorityQueue", "pop_order"]
 
 
 class PriorityQueue(Generic[T]):
@@ -30,10 +30,6 @@ class PriorityQueue(Generic[T]):
 
     def empty(self) -> bool:
         return not self._items
-
-    def __iter__(self) -> Iterator[T]:
-        """The entries in no particular order (the heap's own), without taking them out."""
-        return iter(list(self._items))
 
     def push(self, item: T) -> None:
         self._items.append(item)
@@ -82,3 +78,8 @@ class PriorityQueue(Generic[T]):
                 break
             items[i], items[j] = items[j], items[i]
             i = j
+
+
+def pop_order(less: Callable[[T, T], bool], items: list[T]) -> list[T]:
+    """``items`` in the order a ``PriorityQueue(less, items)`` pops them (no heap for one item)."""
+    return PriorityQueue(less, items).drain() if len(items) > 1 else list(items)

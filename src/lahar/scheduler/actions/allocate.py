@@ -24,7 +24,7 @@ from lahar.scheduler.api import FitError, FitErrors, JobInfo, NodeInfo, QueueInf
 from lahar.scheduler.columnar import ClassView
 from lahar.scheduler.framework.session import Session
 from lahar.scheduler.framework.statement import Statement
-from lahar.scheduler.pqueue import PriorityQueue
+from lahar.scheduler.pqueue import PriorityQueue, pop_order
 
 
 def execute(ssn: Session) -> None:
@@ -68,7 +68,7 @@ def _refused_throughout(ssn: Session, queue: QueueInfo, entries: list[tuple[JobI
             if ssn.allocatable(queue, task):
                 return False
     for job, tasks in entries:
-        for task in (PriorityQueue(ssn.task_order_fn, tasks).drain() if len(tasks) > 1 else tasks):
+        for task in pop_order(ssn.task_order_fn, tasks):
             ssn.note(job.uid, kind="queue-allocatable", queue=queue.name, task=task.key)
     return True
 

@@ -20,7 +20,7 @@ from lahar.scheduler.api import JobInfo, QueueInfo, TaskInfo, TaskStatus
 from lahar.scheduler.actions.victims import choose_minimal, keeps_deserved
 from lahar.scheduler.framework.session import Session
 from lahar.scheduler.framework.statement import Statement
-from lahar.scheduler.pqueue import PriorityQueue
+from lahar.scheduler.pqueue import PriorityQueue, pop_order
 
 
 def execute(ssn: Session) -> None:
@@ -37,8 +37,8 @@ def execute(ssn: Session) -> None:
         waiting = starving.get(queue.uid)
         if waiting is None or _refused_throughout(ssn, queue, waiting):
             continue
-        jobs, tasks = heaps.built()
-        jobs = jobs[queue.uid]
+        by_queue, tasks = heaps.built()
+        jobs = by_queue[queue.uid]
         while not jobs.empty():
             job = jobs.pop()
             stmt = Statement(ssn)
@@ -93,8 +93,7 @@ def _refused_throughout(ssn: Session, queue: QueueInfo, jobs: list[JobInfo]) -> 
     for job in jobs:
         if not ssn.job_starving(job):
             continue
-        pending = job.tasks_in(TaskStatus.PENDING)
-        for task in (PriorityQueue(ssn.task_order_fn, pending).drain() if len(pending) > 1 else pending):
+        for task in pop_order(ssn.task_order_fn, job.tasks_in(TaskStatus.PENDING)):
             if task.preemption_policy == "Never":
                 continue
             if not ssn.preemptive(queue, [task]):
