@@ -184,7 +184,7 @@ class StoreWorld(World):
         """What the job and podgroup controllers do, for every vcjob and bare pod that came or
         changed since the last call, or whose podgroup went away (for the others ``reconcile``
         would do nothing: it is idempotent). In table order, as a pass over every object would
-        take them; without a scan that grows with the cluster."""
+        take them: one look at each key, not a reconcile of each object."""
         marked, self._unreconciled = self._unreconciled, set()
         if not marked:
             return
@@ -249,9 +249,8 @@ class ControlLoop:
         self.service, self.conf, self.period, self.clock = service, conf, period, clock
         self.on_cycle = on_cycle
         self.runtime = runtime  # None: the simulated runtime; else e.g. server.runtime.LocalRuntime
-        self.world = StoreWorld(service)
         self.usage = UsageHistory(service.store)
-        self.usage.start(self.world)
+        self._read_store()
         self.last: CycleResult | None = None
         self._stale = False  # a tick failed: the world may hold what its undone transaction wrote
         self.cycles = 0
@@ -267,13 +266,17 @@ class ControlLoop:
         the store again, as at a restart, or it would go on believing writes that never were."""
         with self.service.lock:
             if self._stale:
-                self.world = StoreWorld(self.service)
-                self.usage.start(self.world)
+                self._read_store()
             self._stale = True  # until the tick's transaction is committed
             with self.service.store.batch():
                 result = self._tick()
             self._stale = False
             return result
+
+    def _read_store(self) -> None:
+        """The world as the store holds it (at start, and after a tick whose writes were undone)."""
+        self.world = StoreWorld(self.service)
+        self.usage.start(self.world)
 
     def reread_store(self) -> None:
         """The next tick begins by reading the store again: a transaction around the last tick

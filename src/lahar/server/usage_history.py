@@ -21,7 +21,7 @@ after a restart.
 from __future__ import annotations
 
 import hashlib
-from typing import Any, Iterable
+from typing import Any, Iterable, NamedTuple
 
 from lahar.accounting import BUCKET_SECONDS, DEFAULT_RETENTION, UsageLedger
 from lahar.errors import NotFound
@@ -40,13 +40,23 @@ def record_name(queue: str, user: str, start: float) -> str:
     return f"usage-{int(start)}-{digest}"
 
 
+class _Charge(NamedTuple):
+    """What a running pod is charged to, and the objects it was worked out from."""
+
+    pod: Any
+    group_key: str | None
+    group: Any
+    owner: tuple[str, str]  # (queue, user)
+    request: Resource
+
+
 class UsageHistory:
     def __init__(self, store: Any, retention: float = DEFAULT_RETENTION, flush_every: float = 60.0, series_points: int = 2000) -> None:
         self.store, self.flush_every = store, flush_every
         self.ledger = UsageLedger(retention, series_points)
         self._written: dict[tuple[str, str, float], str] = {}  # bucket key -> its last written JSON
         self._counted: set[str] = set()  # completed podgroups already charged
-        self._charges: dict[str, tuple] = {}  # running pod key -> (pod, group key, group, (queue, user), request)
+        self._charges: dict[str, _Charge] = {}  # running pod key -> its charge
         self._next_flush: float | None = None
         self._world: Any = None
         self._load()
@@ -74,7 +84,7 @@ class UsageHistory:
                 continue
             charge = self._charge(world, key, pod)
             live[key] = charge
-            owner, request = charge[3], charge[4]
+            owner, request = charge.owner, charge.request
             total = totals.get(owner)
             if total is None:
                 totals[owner] = request.clone()
@@ -85,21 +95,21 @@ class UsageHistory:
         candidates = world.podgroups if completed is None else completed
         self._finished(world, now, candidates)
 
-    def _charge(self, world: Any, key: str, pod: Any) -> tuple:
-        """(pod, podgroup key, podgroup, (queue, user), request) of a running pod, worked out again
-        only when the pod or its podgroup changed. The world replaces an object that changes
-        (it never changes one in place), so the same objects mean the same charge."""
+    def _charge(self, world: Any, key: str, pod: Any) -> "_Charge":
+        """A running pod's charge, worked out again only when the pod or its podgroup changed. The
+        world replaces an object that changes (it never changes one in place), so the same
+        objects mean the same charge."""
         known = self._charges.get(key)
-        if known is not None and known[0] is pod:
-            group_key = known[1]
+        if known is not None and known.pod is pod:
+            group_key = known.group_key
             group = world.podgroups.get(group_key) if group_key else None
-            if group is known[2]:
+            if group is known.group:
                 return known
         else:
             group_key = f"{pod.metadata.namespace}/{pod.group_name}" if pod.group_name else None
             group = world.podgroups.get(group_key) if group_key else None
         queue = group.spec.queue if group is not None else pod.queue
-        return pod, group_key, group, (queue or "default", _owner(pod, group, world)), _request(pod)
+        return _Charge(pod, group_key, group, (queue or "default", _owner(pod, group, world)), _request(pod))
 
     def _finished(self, world: Any, now: float, candidates: Iterable[str]) -> None:
         done = []
