@@ -49,11 +49,6 @@ class PriorityQueue(Generic[T]):
         """Every entry, popped in order (the queue is left empty)."""
         return [self.pop() for _ in range(len(self._items))]
 
-    def clone(self) -> "PriorityQueue[T]":
-        twin = PriorityQueue(self._less)
-        twin._items = list(self._items)
-        return twin
-
     def _up(self, j: int) -> None:
         items, less = self._items, self._less
         while j > 0:
