@@ -24,6 +24,7 @@ import time
 from pathlib import Path
 
 from lahar.scheduler.framework.config import default_config_text, load_config
+from lahar.server.heap import HeapCollector
 from lahar.server.loop import ControlLoop
 from lahar.server.service import ApiService
 from lahar.store import open_store
@@ -41,13 +42,14 @@ def job(name: str) -> dict:
     }
 
 
-def run(jobs: int, per_tick: int, folder: Path) -> dict:
+def run(jobs: int, per_tick: int, folder: Path, plain_gc: bool = False) -> dict:
     store = open_store(f"sqlite:///{folder / 'lahar.db'}")
     service = ApiService(store)
     for n in range(jobs // NODE_PODS + 1):
         allocatable = {"cpu": str(NODE_PODS), "memory": "440Gi", "pods": str(NODE_PODS)}
         service.create({"apiVersion": "v1", "kind": "Node", "metadata": {"name": f"node-{n}"}, "status": {"allocatable": allocatable}})
-    loop = ControlLoop(service, load_config(default_config_text()), 1.0, clock=iter(range(10, 10**9)).__next__)
+    heap = None if plain_gc else HeapCollector()  # as ``lahar server`` runs its loop
+    loop = ControlLoop(service, load_config(default_config_text()), 1.0, clock=iter(range(10, 10**9)).__next__, heap=heap)
     first = store.current_version()
     submit = tick = 0.0
     for start in range(0, jobs, per_tick):
@@ -75,6 +77,7 @@ def run(jobs: int, per_tick: int, folder: Path) -> dict:
         "tick_cpu_ms_per_job": round(1000 * tick / jobs, 3),
         "store_writes_per_job": round(writes / jobs, 2),
         "idle_tick_cpu_ms": round(1000 * statistics.median(idle), 1),
+        "gc": "python" if plain_gc else "heap-collector",
     }
 
 
@@ -83,6 +86,7 @@ def main() -> None:
     parser.add_argument("--jobs", type=int, default=3000)
     parser.add_argument("--per-tick", type=int, default=150, help="jobs submitted between two ticks")
     parser.add_argument("--profile", action="store_true", help="pyinstrument profile on stderr")
+    parser.add_argument("--plain-gc", action="store_true", help="Python's own garbage collection instead of the server's HeapCollector")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as folder:
         if args.profile:
@@ -90,7 +94,7 @@ def main() -> None:
 
             profiler = Profiler(interval=0.002)
             profiler.start()
-        result = run(args.jobs, args.per_tick, Path(folder))
+        result = run(args.jobs, args.per_tick, Path(folder), args.plain_gc)
         if args.profile:
             profiler.stop()
             print(profiler.output_text(unicode=False, color=False), file=sys.stderr)

@@ -41,6 +41,7 @@ from lahar.model.workload import Pod, PodGroup
 from lahar.scheduler.cycle import CycleResult, run_cycle
 from lahar.scheduler.framework.config import SchedulerConf
 from lahar.server.events import EventLog
+from lahar.server.heap import HeapCollector
 from lahar.server.service import EVENT_KIND, ApiService
 from lahar.server.usage_history import UsageHistory
 from lahar.sim.world import World
@@ -245,8 +246,10 @@ class ControlLoop:
         clock: Callable[[], float] = time.time,
         on_cycle: Callable[[CycleResult, float, dict], None] | None = None,
         runtime: Any = None,
+        heap: HeapCollector | None = None,
     ) -> None:
         self.service, self.conf, self.period, self.clock = service, conf, period, clock
+        self.heap = heap  # None: the garbage collector as Python runs it (see server.heap)
         self.on_cycle = on_cycle
         self.runtime = runtime  # None: the simulated runtime; else e.g. server.runtime.LocalRuntime
         self.usage = UsageHistory(service.store)
@@ -271,7 +274,9 @@ class ControlLoop:
             with self.service.store.batch():
                 result = self._tick()
             self._stale = False
-            return result
+        if self.heap is not None:
+            self.heap.after_tick()  # after the lock (unless a caller holds it, as LeaderLoop does)
+        return result
 
     def _read_store(self) -> None:
         """The world as the store holds it (at start, and after a tick whose writes were undone)."""

@@ -16,6 +16,7 @@ from lahar.scheduler.framework.config import SchedulerConf
 from lahar.server.app import create_app
 from lahar.errors import AlreadyExists
 from lahar.server.auth import TokenStore, bootstrap_admin_token
+from lahar.server.heap import HeapCollector
 from lahar.server.leader import LeaderLoop, install_routes, leadership_for
 from lahar.server.loop import ControlLoop
 from lahar.server.metrics import QueueMetrics
@@ -49,7 +50,7 @@ def build_server(
 
     def make_loop() -> ControlLoop:
         tasks = LocalRuntime((home or lahar_home()) / "logs") if runtime == "local" else None
-        return ControlLoop(service, conf, period, on_cycle=metrics.observe_cycle, runtime=tasks)
+        return ControlLoop(service, conf, period, on_cycle=metrics.observe_cycle, runtime=tasks, heap=HeapCollector())
 
     leadership = leadership_for(store)
     loop: Any = make_loop() if leadership is None else LeaderLoop(make_loop, leadership)
