@@ -62,3 +62,35 @@ def test_a_tick_failing_after_binds_binds_them_again(server, monkeypatch):
     server.loop.tick()
     assert c.get(f"{PODS}/c-main-0").json()["spec"]["nodeName"] == "n1"
     assert server.loop.errors == 0  # ticks called directly: the caller saw the error
+
+
+def _stored_usage(store) -> dict:
+    from lahar.server.usage_history import UsageHistory
+
+    return {key: bucket.to_json() for key, bucket in UsageHistory(store).ledger.buckets.items()}
+
+
+def test_usage_flushed_in_a_failed_tick_is_not_believed_written(server, monkeypatch):
+    """The usage records a failed tick wrote were undone with it: the server must not go on
+    believing them stored (a bucket that does not change again would never be written). After
+    the failure the usage history is read again from the store, as at a restart: what the
+    server answers is what the store keeps (the last flush), and nothing is counted twice."""
+    c = server.client
+    clock = iter([1000.0, 1060.0, 1125.0, 1130.0, 1190.0])
+    server.loop.clock = clock.__next__
+    c.post(NODES, json=node("n1", cpu="4"))
+    c.post(JOBS, json=job("a"))
+    server.loop.tick()  # 1000: the pod is made and bound; the first flush is due at 1060
+    server.loop.tick()  # 1060: 60 cpu-seconds, flushed
+    _fail_once(monkeypatch, "skip_own_writes")  # 1125: after a flush of 125 cpu-seconds
+    with pytest.raises(RuntimeError, match="disk full"):
+        server.loop.tick()
+    assert c.delete(f"{JOBS}/a").status_code == 200  # nothing runs any more: no bucket changes
+    server.loop.tick()  # 1130
+    server.loop.tick()  # 1190: the next flush
+    server.loop.stop()  # and a last one
+    held = {key: bucket.to_json() for key, bucket in server.loop.usage.ledger.buckets.items()}
+    assert held == _stored_usage(server.store)
+    assert [bucket["usage"] for bucket in held.values()] == [{"cpu": 60.0}]
+    rows = c.get("/lahar/v1/usage", params={"since": "30000d"}).json()["items"]  # the clock began in 1970
+    assert [row["queue"] for row in rows] == ["default"]

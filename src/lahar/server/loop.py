@@ -252,7 +252,6 @@ class ControlLoop:
         self.heap = heap  # None: the garbage collector as Python runs it (see server.heap)
         self.on_cycle = on_cycle
         self.runtime = runtime  # None: the simulated runtime; else e.g. server.runtime.LocalRuntime
-        self.usage = UsageHistory(service.store)
         self._read_store()
         self.last: CycleResult | None = None
         self._stale = False  # a tick failed: the world may hold what its undone transaction wrote
@@ -279,8 +278,11 @@ class ControlLoop:
         return result
 
     def _read_store(self) -> None:
-        """The world as the store holds it (at start, and after a tick whose writes were undone)."""
+        """The world and the usage history as the store holds them (at start, and after a tick
+        whose writes were undone: usage records it flushed were undone too, so the history is
+        read again, as at a restart; a crash loses at most one flush period, never counts twice)."""
         self.world = StoreWorld(self.service)
+        self.usage = UsageHistory(self.service.store)
         self.usage.start(self.world)
 
     def reread_store(self) -> None:

@@ -13,7 +13,8 @@ after a restart.
   tick where jobs complete, one pass over the pods for their start times.
 - Buckets are written when they changed, at most every ``flush_every`` seconds (and by
   ``flush``), not every tick: the watch history stays for the objects users watch. A crash
-  loses at most that much usage, never counts it twice.
+  loses at most that much usage, never counts it twice. So does a tick that fails: its flush
+  was undone with it, and the control loop reads the history again from the store.
 - Retention: buckets older than the ledger's ``retention`` are dropped from memory and their
   records deleted from the store.
 """
