@@ -110,7 +110,7 @@ def test_two_servers_writing_at_once_lose_nothing_and_share_one_sequence(url):
 def test_notify_wakes_a_watcher_on_another_server_at_once(url):
     watcher, writer = PostgresStore(url), PostgresStore(url)
     assert watcher.poll_interval >= 1.0  # so a fast wake-up below is NOTIFY's doing
-    time.sleep(0.2)  # the listener is connected
+    assert watcher.listening.wait(10.0)
     start = watcher.current_version()
     written: list[float] = []
 
@@ -119,9 +119,11 @@ def test_notify_wakes_a_watcher_on_another_server_at_once(url):
         writer.create(queue("late"))
         written.append(time.monotonic())
 
-    threading.Thread(target=write_later).start()
+    thread = threading.Thread(target=write_later)
+    thread.start()
     events = watcher.watch(start, timeout=10.0)
     woke = time.monotonic()
+    thread.join()  # the watcher may wake before the writer notes the time
     assert [e.key for e in events] == ["late"]
     assert woke - written[0] < 0.5
     watcher.close()
@@ -130,7 +132,7 @@ def test_notify_wakes_a_watcher_on_another_server_at_once(url):
 
 def test_a_watcher_whose_listener_is_cut_still_sees_every_change(url):
     watcher, writer = PostgresStore(url), PostgresStore(url)
-    time.sleep(0.2)
+    assert watcher.listening.wait(10.0)
     with psycopg.connect(url, autocommit=True) as admin:
         cut = admin.execute(
             "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "

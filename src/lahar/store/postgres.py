@@ -112,6 +112,7 @@ class PostgresStore(SqlStore):
     ) -> None:
         self.url = _engine_url(url)
         self._listener: threading.Thread | None = None
+        self.listening = threading.Event()  # set while NOTIFY wakes this process's watchers
         self._wake_r, self._wake_w = os.pipe()
         try:
             engine = postgres_engine(self.url, busy_timeout, pool_size, connect_timeout)
@@ -172,6 +173,7 @@ class PostgresStore(SqlStore):
                 conn = self.dedicated_connection()
                 conn.add_notify_handler(lambda _notice: self._signal())
                 conn.execute(f"LISTEN {CHANNEL}")
+                self.listening.set()
                 if failures:
                     log.info("%s: listening for changes again", self.where)
                 failures = 0
@@ -192,6 +194,7 @@ class PostgresStore(SqlStore):
                     )
                 self._wait(min(5.0, 0.2 * failures))
             finally:
+                self.listening.clear()
                 if conn is not None:
                     try:
                         conn.close()
