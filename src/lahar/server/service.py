@@ -100,18 +100,19 @@ class ApiService:
 
     def create(self, document: dict, namespace: str | None = None, who: Principal | None = None) -> dict:
         obj = self._parse(document, namespace)
-        with self.lock:
+        # Admission reads the cluster inside the write's transaction: nothing another server
+        # writes can come between what it read and the write (and one transaction, not two)
+        with self.lock, self.store.batch():  # the object and its audit event: one disk sync
             view = self.view()
             self.access.create(who, obj)
             admitted = admit_create(obj, view)
-            with self.store.batch():  # the object and its audit event: one transaction, one disk sync
-                created = self.store.create(admitted.dump())
-                self.audit(who, "create", created)
+            created = self.store.create(admitted.dump())
+            self.audit(who, "create", created)
             return created
 
     def update(self, document: dict, namespace: str | None = None, who: Principal | None = None) -> dict:
         obj = self._parse(document, namespace)
-        with self.lock:
+        with self.lock, self.store.batch():  # admission's reads and the writes: one transaction
             stored = self.store.get(obj.kind, obj.key)
             self.view()
             self.access.change(who, stored, "update")
@@ -150,7 +151,7 @@ class ApiService:
             return self.store.update(document)
 
     def delete(self, kind: str, key: str, who: Principal | None = None) -> dict:
-        with self.lock:
+        with self.lock, self.store.batch():  # a queue goes with its descendants, a vcjob with its pods, or nothing goes
             stored = self.store.get(kind, key)
             view = self.view()
             self.access.change(who, stored, "delete")
@@ -162,11 +163,10 @@ class ApiService:
                 queues = {q.name: q for q in view.queues()}
                 for child in descendants(queues, obj.name):
                     self.store.delete("Queue", child.name)
-            with self.store.batch():
-                if kind == "Job":
-                    self._delete_job_children(obj)
-                deleted = self.store.delete(kind, key)
-                self.audit(who, "delete", deleted)
+            if kind == "Job":
+                self._delete_job_children(obj)
+            deleted = self.store.delete(kind, key)
+            self.audit(who, "delete", deleted)
             return deleted
 
     def _delete_job_children(self, job: ApiObject) -> None:
@@ -184,14 +184,16 @@ class ApiService:
     def queue_action(self, name: str, action: str, reason: str = "", who: Principal | None = None) -> list[QueueEvent]:
         """Open / close / suspend / resume a queue now (and its descendants first)."""
         with self.lock:
-            stored = self.store.get("Queue", name)
-            self.view()
-            self.access.change(who, stored, action)
-            events = self._queue_action(name, action, reason)
-            refused = [e for e in events if e.queue == name and e.type == "Warning"]
+            with self.store.batch():  # what it reads and writes, one transaction (a refusal's warning event too)
+                stored = self.store.get("Queue", name)
+                self.view()
+                self.access.change(who, stored, action)
+                events = self._queue_action(name, action, reason)
+                refused = [e for e in events if e.queue == name and e.type == "Warning"]
+                if not refused:
+                    self.audit(who, action, stored)
             if refused:
                 raise Invalid("Queue", name, [FieldError.forbidden("action", refused[0].message)])
-            self.audit(who, action, stored)
             return events
 
     def _queue_action(self, name: str, action: str, reason: str) -> list[QueueEvent]:
