@@ -10,7 +10,10 @@ cycle's decisions, phases, reasons and notes must be the same.
 
 The three actions also build their job and task heaps late (at a queue's first turn, or for
 reclaim when a job is first taken in order), where Volcano builds them when the action starts;
-runs with the heaps built up front must decide the same."""
+runs with the heaps built up front must decide the same. Reclaim must build every queue's heaps
+before its first eviction (an eviction can reorder a later queue's jobs); the scenarios here
+decide the same either way, so a test checks that order itself, on a scenario where two queues
+reclaim in one cycle."""
 
 from __future__ import annotations
 
@@ -20,6 +23,7 @@ import pytest
 
 from lahar.scheduler.actions import ACTIONS, allocate, preempt, reclaim
 from lahar.scheduler.framework.config import default_config_text, load_config
+from lahar.scheduler.framework.statement import Statement
 from lahar.sim.compare import Clock, replay
 from lahar.sim.engine import Simulation
 from lahar.sim.inputs import load_simulation_inputs
@@ -130,13 +134,15 @@ def test_a_trace_backlog_gets_the_same_decisions_the_long_way(monkeypatch, nodes
 
 
 def _seed_cycles(name: str) -> list:
-    objects, conf = load_simulation_inputs([str(ROOT / "examples" / "seeds" / f"{name}.yaml")], None)
+    objects, conf = load_simulation_inputs([str(SCENARIOS[name])], None)
     sim = Simulation(objects, conf, period=1.0)
     sim.run_cycles(30)
     return [_fingerprint(record) for record in sim.cycles]
 
 
-SEEDS = sorted(p.stem for p in (ROOT / "examples" / "seeds").glob("*.yaml"))
+# The seed scenarios, and scenarios made for these tests (two queues reclaiming in one cycle)
+SCENARIOS = {p.stem: p for folder in (ROOT / "examples" / "seeds", ROOT / "tests" / "data" / "scenarios") for p in folder.glob("*.yaml")}
+SEEDS = sorted(SCENARIOS)
 
 
 def _patched(patch_with, run):
@@ -156,3 +162,40 @@ def test_heaps_built_late_decide_as_heaps_built_up_front(nodes):
     assert _trace_cycles(nodes) == _patched(_eager_heaps, lambda: _trace_cycles(nodes))
     late_seeds = [_seed_cycles(name) for name in SEEDS]
     assert late_seeds == _patched(_eager_heaps, lambda: [_seed_cycles(name) for name in SEEDS])
+
+
+
+def test_reclaim_builds_every_queues_heaps_before_its_first_eviction(monkeypatch):
+    """Why reclaim's late heaps decide as Volcano's: an eviction can change the order of a job in
+    a queue yet to take its turn, so every queue's heaps must exist before anything is evicted
+    (built at each queue's own turn, they would order jobs by the state after the evictions)."""
+    heaps: list[reclaim._Heaps] = []
+    reclaiming: list[bool] = []
+    evictions = {"checked": 0, "with other queues waiting": 0}
+    init, for_task, evict = reclaim._Heaps.__init__, reclaim._reclaim_for_task, Statement.evict
+
+    def remembered(self, ssn, starving):
+        init(self, ssn, starving)
+        heaps.append(self)
+
+    def flagged(*args):
+        reclaiming.append(True)
+        try:
+            for_task(*args)
+        finally:
+            reclaiming.pop()
+
+    def checked(self, task, reason):
+        if reclaiming:
+            current = heaps[-1]
+            assert current.jobs is not None and set(current.jobs) == set(current.starving)
+            evictions["checked"] += 1
+            evictions["with other queues waiting"] += len(current.starving) > 1
+        evict(self, task, reason)
+
+    monkeypatch.setattr(reclaim._Heaps, "__init__", remembered)
+    monkeypatch.setattr(reclaim, "_reclaim_for_task", flagged)
+    monkeypatch.setattr(Statement, "evict", checked)
+    for name in SEEDS:
+        _seed_cycles(name)
+    assert evictions["with other queues waiting"] > 0, evictions
