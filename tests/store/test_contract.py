@@ -666,6 +666,7 @@ def test_sqlite_locked_database_gives_a_clear_error_after_the_busy_timeout(tmp_p
     """Another process holds a write transaction: opening and writing wait, then say why."""
     path = tmp_path / "lahar.db"
     store = SqliteStore(path, busy_timeout=0.2)
+    store.create(queue("before"))  # the store's write connection is open (it keeps one)
     holder = sqlite3.connect(path, isolation_level=None)
     holder.execute("BEGIN IMMEDIATE")
     try:
@@ -675,11 +676,11 @@ def test_sqlite_locked_database_gives_a_clear_error_after_the_busy_timeout(tmp_p
         assert time.monotonic() - began >= 0.15
         with pytest.raises(StoreError, match=r"lahar\.db.*cannot write.*locked"):
             store.create(queue("a"))
-        assert store.list("Queue")[0] == []  # reads do not wait for the writer (WAL)
+        assert [q["metadata"]["name"] for q in store.list("Queue")[0]] == ["before"]  # reads do not wait (WAL)
     finally:
         holder.execute("ROLLBACK")
         holder.close()
-    assert store.create(queue("a"))["metadata"]["resourceVersion"] == "1"
+    assert store.create(queue("a"))["metadata"]["resourceVersion"] == "2"  # a failed write leaves the store writable
     store.close()
 
 

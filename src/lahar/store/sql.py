@@ -61,7 +61,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.exc import DBAPIError
 
-from lahar.errors import AlreadyExists, NotFound
+from lahar.errors import AlreadyExists, LaharError, NotFound
 from lahar.store.base import (
     DEFAULT_RETENTION,
     ChangeType,
@@ -158,6 +158,11 @@ class SqlStore:
 
     # Execution options of a connection whose transaction will write (dialects may add some).
     WRITE_OPTIONS: dict = {WRITE_OPTION: True}
+    # Whether write transactions keep one connection of their own between them (they are
+    # serialised in the process anyway): no pool checkout, reset and check-in per write. Only
+    # where a connection cannot be dropped by a server (SQLite); elsewhere the pool checks
+    # each connection it hands out.
+    KEEP_WRITE_CONNECTION = False
     poll_interval = POLL_INTERVAL
 
     def __init__(
@@ -175,6 +180,7 @@ class SqlStore:
             threading.RLock()
         )  # one writer per process; other processes wait in the database
         self._local = threading.local()  # .conn: this thread's open write transaction (in a batch)
+        self._kept: Connection | None = None  # the kept write connection (under self._writer)
         self._changed = threading.Condition()
         self._generation = 0  # bumped after every local commit
         self._closed = False
@@ -297,7 +303,7 @@ class SqlStore:
                 f"held the database for over {self.busy_timeout:g} s"
             )
         try:
-            with self._errors("write"), self._connect(write=True) as conn, conn.begin():
+            with self._errors("write"), self._write_connection() as conn, conn.begin():
                 self._begin_write(conn)
                 self._local.conn, self._local.doomed = conn, False
                 try:
@@ -309,6 +315,34 @@ class SqlStore:
         finally:
             self._writer.release()
         self._signal()
+
+    @contextmanager
+    def _write_connection(self) -> Iterator[Connection]:
+        """A connection for one write transaction (the caller holds ``self._writer``): the kept
+        one where the dialect keeps one, dropped after any failure that is not Lahar's own
+        refusal (a refusal leaves it as good as new once its transaction is rolled back)."""
+        if not self.KEEP_WRITE_CONNECTION:
+            with self._connect(write=True) as conn:
+                yield conn
+            return
+        if self._kept is None or self._closed:
+            self._drop_kept()
+            self._kept = self._connect(write=True)  # raises once the store is closed
+        try:
+            yield self._kept
+        except LaharError:
+            raise
+        except BaseException:
+            self._drop_kept()
+            raise
+
+    def _drop_kept(self) -> None:
+        kept, self._kept = self._kept, None
+        if kept is not None:
+            try:
+                kept.close()
+            except Exception:  # noqa: BLE001 - a broken connection is discarded by the pool
+                pass
 
     @contextmanager
     def batch(self) -> Iterator[None]:
@@ -475,6 +509,11 @@ class SqlStore:
     def close(self) -> None:
         """Release the database (idempotent). Later calls raise ``StoreError``."""
         self._closed = True
+        if self._writer.acquire(timeout=self.busy_timeout):  # not under a writer's feet
+            try:
+                self._drop_kept()
+            finally:
+                self._writer.release()
         self.engine.dispose()
 
 

@@ -31,6 +31,8 @@ __all__ = ["SqliteStore", "sqlite_engine"]
 class SqliteStore(SqlStore):
     """``SqlStore`` on the SQLite file at ``path`` (its directory is created if missing)."""
 
+    KEEP_WRITE_CONNECTION = True
+
     def __init__(
         self,
         path: str | Path,

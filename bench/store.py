@@ -1,0 +1,70 @@
+"""The store alone: CPU per write, each in its own transaction, and per write inside one batch.
+
+    python bench/store.py
+    python bench/store.py --db postgresql://user@host/lahar
+
+Opens a fresh SQLite file in a temporary folder (or the given ``--db`` URL) and creates small
+objects: ``--writes`` of them one transaction each (what an API request does), then as many in
+one batch (what a tick of the control loop does). Prints one JSON line: CPU microseconds per
+write for both, medians of ``--rounds``. CPU time, not wall time: the disk's sync is not in it,
+so the figure is the Python and driver work a change to the store can move.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import tempfile
+import time
+import uuid
+
+from lahar.store import open_store
+
+
+def config_map(name: str) -> dict:
+    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "namespace": "default"}, "data": {"a": "b"}}
+
+
+def per_write(store, writes: int, batched: bool) -> float:
+    prefix = uuid.uuid4().hex[:8]
+    started = time.process_time()
+    if batched:
+        with store.batch():
+            for i in range(writes):
+                store.create(config_map(f"{prefix}-{i}"))
+    else:
+        for i in range(writes):
+            store.create(config_map(f"{prefix}-{i}"))
+    return 1e6 * (time.process_time() - started) / writes
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--db", default=None, help="store URL (default: a fresh SQLite file in a temporary folder)")
+    parser.add_argument("--writes", type=int, default=2000)
+    parser.add_argument("--rounds", type=int, default=5)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="lahar-bench-") as tmp:
+        store = open_store(args.db or f"sqlite:///{tmp}/lahar.db")
+        try:
+            alone = [per_write(store, args.writes, False) for _ in range(args.rounds)]
+            batched = [per_write(store, args.writes, True) for _ in range(args.rounds)]
+        finally:
+            store.close()
+    print(
+        json.dumps(
+            {
+                "bench": "store",
+                "store": "sqlite" if args.db is None else args.db.split(":", 1)[0],
+                "writes": args.writes,
+                "rounds": args.rounds,
+                "cpu_us_per_write_alone": round(statistics.median(alone), 1),
+                "cpu_us_per_write_in_a_batch": round(statistics.median(batched), 1),
+            }
+        )
+    )
+
+
+if __name__ == "__main__":
+    main()
