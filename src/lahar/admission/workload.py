@@ -38,9 +38,11 @@ _PREEMPTION_POLICIES = ("PreemptLowerPriority", "Never")
 
 
 def mutate_job(job: Job) -> Job:
-    out = job.model_copy(deep=True)
-    out.spec.queue = out.spec.queue or DEFAULT
-    return out
+    """``job`` with its queue defaulted: the job itself when it names one, else a copy that
+    shares the parts it does not change (objects are never changed in place)."""
+    if job.spec.queue:
+        return job
+    return job.model_copy(update={"spec": job.spec.model_copy(update={"queue": DEFAULT})})
 
 
 def mutate_podgroup(group: PodGroup) -> PodGroup:
