@@ -94,3 +94,20 @@ def test_usage_flushed_in_a_failed_tick_is_not_believed_written(server, monkeypa
     assert [bucket["usage"] for bucket in held.values()] == [{"cpu": 60.0}]
     rows = c.get("/lahar/v1/usage", params={"since": "30000d"}).json()["items"]  # the clock began in 1970
     assert [row["queue"] for row in rows] == ["default"]
+
+
+def test_the_world_holds_what_the_store_holds_after_ticks(server):
+    """What the loop wrote (created pods and podgroups with the uid and time the store stamped,
+    binds, phases, statuses) is what it keeps in memory, field for field."""
+    c = server.client
+    c.post(NODES, json=node("n1", cpu="4"))
+    c.post(JOBS, json=job("a", replicas=2))
+    server.loop.tick()
+    server.loop.tick()
+    world = server.loop.world
+    tables = {"Pod": world.pods, "PodGroup": world.podgroups, "Job": world.jobs}
+    for kind, table in tables.items():
+        stored = {item["metadata"]["name"]: item for item in server.store.list(kind)[0]}
+        assert stored and {obj.name for obj in table.values()} == set(stored), kind
+        for obj in table.values():
+            assert obj.metadata.uid and obj.dump() == stored[obj.name], (kind, obj.name)
