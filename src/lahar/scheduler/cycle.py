@@ -72,14 +72,15 @@ def close_session(ssn: Session) -> CycleResult:
     outcomes = {}
     for job in ssn.jobs.values():
         job.phase = podgroup_phase(job, _unschedulable_now(ssn, job))
+        index = job.status_index
         outcomes[job.uid] = JobOutcome(
             phase=job.phase,
             queue=job.queue,
             conditions=job.conditions,
             reason=explain(ssn, job),
-            running=job.count(TaskStatus.RUNNING),
-            succeeded=job.count(TaskStatus.SUCCEEDED),
-            failed=job.count(TaskStatus.FAILED),
+            running=len(index.get(TaskStatus.RUNNING, ())),
+            succeeded=len(index.get(TaskStatus.SUCCEEDED, ())),
+            failed=len(index.get(TaskStatus.FAILED, ())),
         )
     result = CycleResult(ssn.decisions, outcomes, queue_allocations(ssn), ssn)
     ssn.release()
@@ -116,16 +117,19 @@ def _record_uncommitted_pipelines(ssn: Session) -> None:
     """Allocate may leave a pipelined-but-not-ready job's reservations in place: report them."""
     reported = {d.task for d in ssn.decisions if d.type == "pipeline"}
     for job in ssn.jobs.values():
-        for task in job.tasks_in(TaskStatus.PIPELINED):
+        pipelined = job.status_index.get(TaskStatus.PIPELINED)
+        if not pipelined:
+            continue
+        for task in pipelined.values():
             if task.key not in reported:
                 ssn.record(Decision("pipeline", task.key, task.node_name, None, job.queue, job.uid))
 
 
 def _unschedulable_now(ssn: Session, job: JobInfo) -> bool:
-    return any(
-        c.get("type") == "Unschedulable" and c.get("status") == "True" and c.get("transitionID") == ssn.uid
-        for c in job.conditions
-    )
+    for c in job.conditions:
+        if c.get("type") == "Unschedulable" and c.get("status") == "True" and c.get("transitionID") == ssn.uid:
+            return True
+    return False
 
 
 def podgroup_phase(job: JobInfo, unschedulable: bool) -> str:
@@ -150,15 +154,22 @@ def podgroup_phase(job: JobInfo, unschedulable: bool) -> str:
 
 
 def queue_allocations(ssn: Session) -> dict[str, Resource]:
-    """Each queue's allocated resources, added to every ancestor when a root queue exists."""
+    """Each queue's allocated resources, added to every ancestor when a root queue exists.
+
+    A queue's own jobs are summed first (in job order), then each queue's own sum is added to
+    its ancestors once, not each job's: an ancestor's figures are the same sums taken in
+    another order (the same numbers for whole milli-CPUs, bytes and device counts)."""
     totals: dict[str, Resource] = {name: Resource() for name in ssn.queues}
-    tree = "root" in ssn.queues
+    holding: dict[str, None] = {}  # queues with allocated jobs, in order of their first job
     for job in ssn.jobs.values():
         held = job.allocated  # JobInfo keeps it as the sum over its allocated tasks
         if held.milli_cpu or held.memory or (held.scalars and any(held.scalars.values())):
             totals[job.queue].add_nonzero(held)
-            if tree:
-                _add_to_ancestors(ssn, job.queue, held, totals)
+            holding[job.queue] = None
+    if "root" in ssn.queues:
+        own = {name: totals[name].clone() for name in holding}
+        for name, amount in own.items():
+            _add_to_ancestors(ssn, name, amount, totals)
     return totals
 
 

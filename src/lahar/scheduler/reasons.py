@@ -45,9 +45,10 @@ def _quantities(res: Resource | None, only: list[str] | None = None) -> str:
 
 def explain(ssn: Session, job: JobInfo) -> dict[str, Any] | None:
     """The reason ``job`` waits, or None when it has nothing waiting."""
-    if job.phase in ("Running", "Completed") and not job.tasks_in(TaskStatus.PENDING):
+    index = job.status_index
+    if job.phase in ("Running", "Completed") and not index.get(TaskStatus.PENDING):
         return None
-    if not job.tasks_in(TaskStatus.PENDING, TaskStatus.PIPELINED) and (job.tasks or job.phase not in ("Pending", "Inqueue")):
+    if not index.get(TaskStatus.PENDING) and not index.get(TaskStatus.PIPELINED) and (job.tasks or job.phase not in ("Pending", "Inqueue")):
         return None  # every task placed (perhaps in this very cycle, before the phase moves on)
     notes = {n["kind"]: n for n in ssn.notes.get(job.uid, [])}
     queue = ssn.queues.get(job.queue)
