@@ -9,7 +9,8 @@ a virtual clock, enough nodes for every pod, then submits one-pod vcjobs through
 tick of the loop after each round, until every pod is bound. Prints one JSON line: CPU
 milliseconds per job spent in submits and in ticks, store writes per job, how many pods were
 bound, and the CPU of a tick with nothing new once all are running (median of 5: the part of
-every tick that grows with the cluster). Unlike ``api.py`` nothing else shares the process, so the figures move little
+every tick that grows with the cluster), and that tick's scheduling cycle in its three parts
+(open the session, the actions, close it). Unlike ``api.py`` nothing else shares the process, so the figures move little
 between runs: the one to compare before and after a change to the loop or the store.
 """
 
@@ -23,6 +24,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from lahar.scheduler.actions import ACTIONS
+from lahar.scheduler.cycle import close_session, open_session
 from lahar.scheduler.framework.config import default_config_text, load_config
 from lahar.server.heap import HeapCollector
 from lahar.server.loop import ControlLoop
@@ -66,6 +69,7 @@ def run(jobs: int, per_tick: int, folder: Path, plain_gc: bool = False) -> dict:
         c0 = time.process_time()
         loop.tick()
         idle.append(time.process_time() - c0)
+    parts = session_parts(loop)
     bound = sum(1 for pod in store.list("Pod")[0] if pod["spec"].get("nodeName"))
     store.close()
     return {
@@ -77,8 +81,27 @@ def run(jobs: int, per_tick: int, folder: Path, plain_gc: bool = False) -> dict:
         "tick_cpu_ms_per_job": round(1000 * tick / jobs, 3),
         "store_writes_per_job": round(writes / jobs, 2),
         "idle_tick_cpu_ms": round(1000 * statistics.median(idle), 1),
+        **parts,
         "gc": "python" if plain_gc else "heap-collector",
     }
+
+
+def session_parts(loop: ControlLoop, sessions: int = 5) -> dict:
+    """The idle tick's scheduling cycle in its three parts, CPU ms, medians of ``sessions``
+    cycles over the loop's cluster (nothing applied: each starts from the same state)."""
+    times: dict[str, list[float]] = {"open": [], "actions": [], "close": []}
+    for n in range(sessions):
+        c0 = time.process_time()
+        ssn = open_session(loop.world.cache, loop.conf, 10**8, uid=f"bench-{n}")
+        c1 = time.process_time()
+        for action in loop.conf.actions:
+            ACTIONS[action](ssn)
+        c2 = time.process_time()
+        close_session(ssn)
+        c3 = time.process_time()
+        for part, seconds in zip(times, (c1 - c0, c2 - c1, c3 - c2)):
+            times[part].append(seconds)
+    return {f"idle_cycle_{part}_cpu_ms": round(1000 * statistics.median(v), 1) for part, v in times.items()}
 
 
 def main() -> None:
