@@ -114,11 +114,11 @@ class ApiService:
         obj = self._parse(document, namespace)
         with self.lock, self.store.batch():  # admission's reads and the writes: one transaction
             stored = self.store.get(obj.kind, obj.key)
-            self.view()
+            view = self.view()
             self.access.change(who, stored, "update")
             old = KINDS[obj.kind].model_validate(stored)
             _keep_status(obj, old)
-            admitted = admit_update(old, obj, self.view())
+            admitted = admit_update(old, obj, view)
             body = admitted.dump()
             body["metadata"]["resourceVersion"] = obj.metadata.resource_version
             written = self.store.update(body)
