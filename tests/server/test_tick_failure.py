@@ -9,6 +9,7 @@ from fastapi.testclient import TestClient
 from lahar.scheduler.framework.config import default_config_text, load_config
 from lahar.server.loop import StoreWorld
 from lahar.server.main import build_server
+from lahar.server.usage_history import UsageHistory
 from lahar.store import open_store
 from test_api import JOBS, NODES, job, node
 
@@ -64,10 +65,8 @@ def test_a_tick_failing_after_binds_binds_them_again(server, monkeypatch):
     assert server.loop.errors == 0  # ticks called directly: the caller saw the error
 
 
-def _stored_usage(store) -> dict:
-    from lahar.server.usage_history import UsageHistory
-
-    return {key: bucket.to_json() for key, bucket in UsageHistory(store).ledger.buckets.items()}
+def _buckets(history: UsageHistory) -> dict:
+    return {key: bucket.to_json() for key, bucket in history.ledger.buckets.items()}
 
 
 def test_usage_flushed_in_a_failed_tick_is_not_believed_written(server, monkeypatch):
@@ -89,8 +88,8 @@ def test_usage_flushed_in_a_failed_tick_is_not_believed_written(server, monkeypa
     server.loop.tick()  # 1130
     server.loop.tick()  # 1190: the next flush
     server.loop.stop()  # and a last one
-    held = {key: bucket.to_json() for key, bucket in server.loop.usage.ledger.buckets.items()}
-    assert held == _stored_usage(server.store)
+    held = _buckets(server.loop.usage)
+    assert held == _buckets(UsageHistory(server.store))  # what the store keeps, read as at a restart
     assert [bucket["usage"] for bucket in held.values()] == [{"cpu": 60.0}]
     rows = c.get("/lahar/v1/usage", params={"since": "30000d"}).json()["items"]  # the clock began in 1970
     assert [row["queue"] for row in rows] == ["default"]
