@@ -19,6 +19,7 @@ Values are exact (``fractions.Fraction``); rounding happens only where Kubernete
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from enum import Enum
@@ -73,6 +74,13 @@ def parse_quantity(value: str | int | float | Fraction) -> Fraction:
         return Fraction(repr(value))
     if not isinstance(value, str):
         raise QuantityError(f"{value!r} is not a quantity")
+    return _parse_text(value)
+
+
+@functools.lru_cache(maxsize=4096)
+def _parse_text(value: str) -> Fraction:
+    """A quantity written as text (memoised: every pod the control loop takes in names the same
+    few requests, and a ``Fraction`` is immutable; an error is raised again each time)."""
     match = _PATTERN.match(value.strip()) if value.strip() == value else None
     if match is None:
         raise QuantityError(
