@@ -23,7 +23,7 @@ from lahar.scheduler.framework.session import Decision, Session
 from lahar.scheduler.plugins import PLUGINS
 from lahar.scheduler.reasons import explain
 
-__all__ = ["run_cycle", "open_session", "close_session", "CycleResult", "JobOutcome"]
+__all__ = ["run_cycle", "open_session", "close_session", "reads_clock", "CycleResult", "JobOutcome"]
 
 
 @dataclass
@@ -93,6 +93,12 @@ def run_cycle(state: ClusterState, conf: SchedulerConf, now: float = 0.0, uid: s
         for action in conf.actions:
             ACTIONS[action](ssn)
         return close_session(ssn)
+
+
+def reads_clock(conf: SchedulerConf) -> bool:
+    """Whether a cycle under ``conf`` may decide differently at another time on the same
+    cluster: some plugin it enables reads the session's time (``Plugin.reads_clock``)."""
+    return any(PLUGINS[option.name].reads_clock for tier in conf.tiers for option in tier.plugins)
 
 
 @contextmanager

@@ -38,7 +38,7 @@ from lahar.model.cluster import Command
 from lahar.model.manifest import KINDS
 from lahar.model.job import Job
 from lahar.model.workload import Pod, PodGroup
-from lahar.scheduler.cycle import CycleResult, run_cycle
+from lahar.scheduler.cycle import CycleResult, reads_clock, run_cycle
 from lahar.scheduler.framework.config import SchedulerConf
 from lahar.server.events import EventLog
 from lahar.server.heap import HeapCollector
@@ -247,16 +247,25 @@ class ControlLoop:
         on_cycle: Callable[[CycleResult, float, dict], None] | None = None,
         runtime: Any = None,
         heap: HeapCollector | None = None,
+        on_quiet: Callable[[], object] | None = None,
     ) -> None:
         self.service, self.conf, self.period, self.clock = service, conf, period, clock
         self.heap = heap  # None: the garbage collector as Python runs it (see server.heap)
-        self.on_cycle = on_cycle
+        self.on_cycle = on_cycle  # after each cycle run
+        self.on_quiet = on_quiet  # after each quiet tick (no cycle run)
         self.runtime = runtime  # None: the simulated runtime; else e.g. server.runtime.LocalRuntime
         self._read_store()
         self.last: CycleResult | None = None
         self._stale = False  # a tick failed: the world may hold what its undone transaction wrote
         self.cycles = 0
         self.errors = 0
+        # A quiet tick (nothing changed since a cycle that decided and changed nothing) reuses
+        # that cycle's result instead of running it again; ``skip_quiet_cycles`` False runs every
+        # cycle. ``_quiet``: the world and its change count that the last cycle saw, when it
+        # decided nothing.
+        self.skip_quiet_cycles = True
+        self.quiet_ticks = 0
+        self._quiet: tuple[StoreWorld, int] | None = None
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
@@ -300,6 +309,24 @@ class ControlLoop:
         if self.runtime is not None:
             self.runtime.step(world)  # exited processes end their tasks before the cycle
         world.refresh_queues(now)
+        if self._is_quiet(world):
+            result = self.last
+            self.quiet_ticks += 1
+            if self.on_quiet is not None:
+                self.on_quiet()
+        else:
+            result = self._cycle(world, now)
+        world.refresh_queues(now)
+        self.usage.observe(world, now, [uid for uid, outcome in result.jobs.items() if outcome.phase == "Completed"])
+        self.usage.maybe_flush(now)
+        world.event_log.prune(now)
+        world.skip_own_writes()
+        self.last = result
+        return result
+
+    def _cycle(self, world: StoreWorld, now: float) -> CycleResult:
+        """One scheduling cycle and its writes; notes the world it saw when it decided nothing."""
+        seen = world.changes
         self.cycles += 1
         started = time.perf_counter()
         result = run_cycle(world.cache, self.conf, now, uid=f"cycle-{self.cycles}")
@@ -310,15 +337,22 @@ class ControlLoop:
         world.event_log.decisions(result.decisions, lambda job: getattr(result.jobs.get(job), "queue", None), now)
         world.write_reasons(result, now)
         world.write_allocations(result)
-        world.refresh_queues(now)
-        self.usage.observe(world, now, [uid for uid, outcome in result.jobs.items() if outcome.phase == "Completed"])
-        self.usage.maybe_flush(now)
-        world.event_log.prune(now)
-        world.skip_own_writes()
-        self.last = result
+        self._quiet = (world, seen) if not result.decisions else None
         if self.on_cycle is not None:
             self.on_cycle(result, seconds, world.queues)
         return result
+
+    def _is_quiet(self, world: StoreWorld) -> bool:
+        """Whether the cycle would repeat the last one: that cycle decided nothing, the world is
+        the one it saw (the world counts every object it takes in or lets go, so the count is
+        the same only if neither that cycle's writes nor anything since changed it), and no
+        plugin reads the clock. The same cluster then gives the same result (the cycle is a pure
+        function of the cluster, the configuration and, for plugins that read it, the time), and
+        writing that result again would change nothing, as writing it last time did."""
+        if not self.skip_quiet_cycles or self._quiet is None or self.last is None:
+            return False
+        quiet_world, changes = self._quiet
+        return quiet_world is world and world.changes == changes and not reads_clock(self.conf)
 
     def start(self) -> None:
         self._thread = threading.Thread(target=self._run, name="lahar-control-loop", daemon=True)

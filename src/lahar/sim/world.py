@@ -60,6 +60,7 @@ class World:
     live: LiveView = field(default_factory=LiveView)
     _ends: list = field(default_factory=list)  # heap of (end time, pod key) of running tasks
     _statuses_seen: dict = field(default_factory=dict)  # vcjob key -> (job, outcome figures) found up to date
+    changes: int = 0  # objects taken in or let go so far: the same count means the same world
 
     def __post_init__(self) -> None:
         if not self.raw:
@@ -119,6 +120,7 @@ class World:
 
     def ingest(self, obj: ApiObject) -> None:
         """Take an object as it now is into the tables and the scheduler's cache."""
+        self.changes += 1
         for kind, table in self._tables().items():
             if isinstance(obj, kind):
                 table[obj.key] = obj
@@ -150,6 +152,7 @@ class World:
 
     def forget(self, obj: ApiObject) -> None:
         """An object is gone: drop it from the tables and the cache."""
+        self.changes += 1
         for kind, table in self._tables().items():
             if isinstance(obj, kind):
                 table.pop(obj.key, None)

@@ -17,6 +17,7 @@ from lahar.scheduler.plugins.base import Plugin
 
 class BinpackPlugin(Plugin):
     name = "binpack"
+    reads_clock = False
 
     def on_session_open(self, ssn: Session) -> None:
         args = self.arguments

@@ -56,6 +56,7 @@ def _ancestor_at_depth(attr: QueueAttr, depth: int) -> str | None:
 
 class CapacityPlugin(Plugin):
     name = "capacity"
+    reads_clock = False
 
     def on_session_open(self, ssn: Session) -> None:
         self.states = schedulable_states(self.arguments)

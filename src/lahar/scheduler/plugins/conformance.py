@@ -9,6 +9,7 @@ from lahar.scheduler.plugins.base import Plugin
 
 class ConformancePlugin(Plugin):
     name = "conformance"
+    reads_clock = False
 
     def on_session_open(self, ssn: Session) -> None:
         def evictable(evictor: TaskInfo, evictees: list[TaskInfo]):

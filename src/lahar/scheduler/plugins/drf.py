@@ -17,6 +17,7 @@ SHARE_DELTA = 0.000001
 
 class DrfPlugin(Plugin):
     name = "drf"
+    reads_clock = False
 
     def on_session_open(self, ssn: Session) -> None:
         self.total = ssn.total_resource.clone()

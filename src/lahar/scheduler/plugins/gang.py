@@ -19,6 +19,7 @@ SCHEDULED = "Scheduled"
 
 class GangPlugin(Plugin):
     name = "gang"
+    reads_clock = False
 
     def on_session_open(self, ssn: Session) -> None:
         ssn.add("job_valid", self.name, _valid)

@@ -46,6 +46,7 @@ def balanced_resource(task: TaskInfo, node: NodeInfo) -> float:
 
 class NodeOrderPlugin(Plugin):
     name = "nodeorder"
+    reads_clock = False
 
     def on_session_open(self, ssn: Session) -> None:
         weights = {

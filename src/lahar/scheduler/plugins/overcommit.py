@@ -17,6 +17,7 @@ DEFAULT_FACTOR = 1.2
 
 class OvercommitPlugin(Plugin):
     name = "overcommit"
+    reads_clock = False
 
     def on_session_open(self, ssn: Session) -> None:
         factor = self.arguments.get_float("overcommit-factor", DEFAULT_FACTOR)

@@ -23,6 +23,7 @@ UNTOLERATED_TAINT = "node(s) had untolerated taint"
 
 class PredicatesPlugin(Plugin):
     name = "predicates"
+    reads_clock = False
 
     def on_session_open(self, ssn: Session) -> None:
         ssn.add("predicate", self.name, predicate)

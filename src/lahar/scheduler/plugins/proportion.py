@@ -21,6 +21,7 @@ from lahar.scheduler.plugins.queueattr import QueueAttr, add_job, admits, capabi
 
 class ProportionPlugin(Plugin):
     name = "proportion"
+    reads_clock = False
 
     def on_session_open(self, ssn: Session) -> None:
         self.states = schedulable_states(self.arguments)

@@ -29,6 +29,7 @@ def _positive_duration(value: object) -> float | None:
 
 class SlaPlugin(Plugin):
     name = "sla"
+    reads_clock = True
 
     def on_session_open(self, ssn: Session) -> None:
         default = _positive_duration(self.arguments.get(WAITING_TIME)) if WAITING_TIME in self.arguments else None

@@ -1,0 +1,182 @@
+"""Quiet ticks: when nothing changed since a cycle that decided nothing and changed nothing, the
+control loop does not run the same cycle again (an idle server with thousands of running jobs
+would otherwise spend a large part of a core every second to learn nothing new).
+
+The cycle is a pure function of the cluster, the configuration and, for plugins that read it,
+the time: with the same cluster and no plugin that reads the clock it would decide the same,
+and writing its outcome again would change nothing. A plugin that reads the clock (sla) keeps
+every cycle running."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from lahar.scheduler.cycle import reads_clock, run_cycle
+from lahar.scheduler.framework.config import default_config_text, load_config
+from lahar.scheduler.plugins import PLUGINS
+from lahar.server.loop import ControlLoop
+from lahar.server.service import ApiService
+from lahar.store import open_store
+from test_api import job, node, queue
+
+WATCHED = {"Pod", "PodGroup", "Job", "Queue", "Node"}
+
+
+class Clock:
+    """Wall time moved on by hand: the store stamps creation times from the real clock."""
+
+    def __init__(self) -> None:
+        self.now = time.time()
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@pytest.fixture
+def cluster(tmp_path):
+    store = open_store(f"sqlite:///{tmp_path / 'lahar.db'}")
+    service = ApiService(store)
+    yield service
+    store.close()
+
+
+def _loop(service: ApiService, config: str | None = None, clock: Clock | None = None) -> ControlLoop:
+    conf = load_config(config or default_config_text())
+    return ControlLoop(service, conf, 1.0, clock=clock or Clock())
+
+
+def _settle(loop: ControlLoop, ticks: int = 4) -> None:
+    for _ in range(ticks):
+        loop.tick()
+
+
+def test_a_quiet_tick_runs_no_cycle_and_writes_nothing(cluster):
+    cluster.create(node("n1", cpu="2"))
+    cluster.create(job("fits"))
+    cluster.create(job("too-big", cpu="8"))  # waits for ever: a waiting job does not stop the quiet
+    loop = _loop(cluster)
+    _settle(loop)
+    cycles, quiet, version = loop.cycles, loop.quiet_ticks, cluster.store.current_version()
+    for _ in range(3):
+        loop.tick()
+    assert loop.cycles == cycles
+    assert loop.quiet_ticks == quiet + 3
+    assert cluster.store.watch(version, WATCHED) == []
+    assert cluster.store.get("Pod", "default/fits-main-0")["spec"]["nodeName"] == "n1"
+
+
+def test_a_change_ends_the_quiet(cluster):
+    cluster.create(node("n1", cpu="4"))
+    cluster.create(job("first"))
+    loop = _loop(cluster)
+    _settle(loop)
+    quiet_cycles = loop.cycles
+    loop.tick()
+    assert loop.cycles == quiet_cycles
+    cluster.create(job("second"))
+    loop.tick()
+    assert loop.cycles == quiet_cycles + 1
+    assert cluster.store.get("Pod", "default/second-main-0")["spec"]["nodeName"] == "n1"
+    loop.tick()  # decides nothing but writes the podgroup's new phase: not quiet yet
+    assert cluster.store.get("PodGroup", "default/second")["status"]["phase"] == "Running"
+    loop.tick()  # decides nothing and writes nothing: the ticks after it are quiet
+    assert loop.cycles == quiet_cycles + 3
+    loop.tick()
+    assert loop.cycles == quiet_cycles + 3
+
+
+def test_the_skipped_cycle_would_decide_the_same(cluster):
+    cluster.create(queue("capped", capability={"cpu": "1"}))
+    cluster.create(node("n1", cpu="3"))
+    cluster.create(job("held", queue_name="capped"))
+    cluster.create(job("over-cap", queue_name="capped"))
+    cluster.create(job("too-big", cpu="8"))
+    cluster.create(job("runs", cpu="2"))
+    loop = _loop(cluster)
+    _settle(loop)
+    loop.tick()
+    assert loop.quiet_ticks >= 1
+    again = run_cycle(loop.world.cache, loop.conf, loop.clock(), uid="again")
+    assert again.decisions == [] and loop.last.decisions == []
+    assert {uid: (o.phase, o.reason, o.running) for uid, o in again.jobs.items()} == {
+        uid: (o.phase, o.reason, o.running) for uid, o in loop.last.jobs.items()
+    }
+    assert again.queue_allocated == loop.last.queue_allocated
+    assert loop.last.jobs["default/over-cap"].reason["kind"] in ("capability", "deserved")
+
+
+SLA_CONFIG = """
+actions: "enqueue, allocate, backfill"
+tiers:
+- plugins:
+  - name: sla
+    arguments:
+      sla-waiting-time: 30s
+  - name: priority
+  - name: gang
+- plugins:
+  - name: proportion
+  - name: predicates
+"""
+
+
+def test_a_plugin_that_reads_the_clock_keeps_every_cycle(cluster):
+    """sla lets a job in once it has waited its waiting time, with nothing else changed: a
+    skipped cycle would leave it waiting for ever."""
+    cluster.create(queue("capped", capability={"cpu": "1"}))
+    cluster.create(node("n1", cpu="4"))
+    cluster.create(job("holder", queue_name="capped"))
+    clock = Clock()
+    loop = _loop(cluster, SLA_CONFIG, clock)
+    _settle(loop)
+    cluster.create(job("late", queue_name="capped"))
+    _settle(loop)
+    assert cluster.store.get("PodGroup", "default/late")["status"]["phase"] == "Pending"
+    assert loop.quiet_ticks == 0
+    clock.now += 60
+    loop.tick()
+    assert cluster.store.get("PodGroup", "default/late")["status"]["phase"] == "Inqueue"
+
+
+def test_plugins_that_read_the_session_time_say_so():
+    import inspect
+
+    for name, cls in PLUGINS.items():
+        source = inspect.getsource(inspect.getmodule(cls))
+        if "ssn.now" in source:
+            assert cls.reads_clock, f"plugin {name} reads ssn.now but declares reads_clock = False"
+    assert not reads_clock(load_config(default_config_text()))
+    assert reads_clock(load_config(SLA_CONFIG))
+
+
+def test_a_loop_told_not_to_skip_runs_every_cycle(cluster):
+    cluster.create(node("n1", cpu="2"))
+    cluster.create(job("fits"))
+    loop = _loop(cluster)
+    loop.skip_quiet_cycles = False
+    _settle(loop)
+    cycles = loop.cycles
+    loop.tick()
+    assert loop.cycles == cycles + 1 and loop.quiet_ticks == 0
+
+
+def test_metrics_count_the_quiet_ticks(tmp_path):
+    from fastapi.testclient import TestClient
+
+    from lahar.server.main import build_server
+
+    server = build_server(open_store(f"sqlite:///{tmp_path / 'lahar.db'}"), load_config(default_config_text()), auth=False, home=tmp_path)
+    try:
+        server.service.create(node("n1"))
+        server.service.create(job("a"))
+        _settle(server.loop, 6)
+        text = TestClient(server.app).get("/metrics").text
+        quiet = [line for line in text.splitlines() if line.startswith("lahar_quiet_ticks_total ")]
+        assert quiet and float(quiet[0].split()[1]) == server.loop.quiet_ticks > 0
+        cycles = [line for line in text.splitlines() if line.startswith("lahar_scheduling_cycle_seconds_count ")]
+        assert float(cycles[0].split()[1]) == server.loop.cycles == 6 - server.loop.quiet_ticks
+    finally:
+        server.loop.stop()
+        server.store.close()
