@@ -114,6 +114,16 @@ def test_root_cannot_be_closed(server):
     assert server.client.get(f"{Q}/root").json()["status"]["state"] == "Open"
 
 
+def test_an_unknown_queue_action_is_refused_in_process_too(server):
+    from lahar.errors import BadRequest
+
+    version = server.store.current_version()
+    with pytest.raises(BadRequest, match='action: Unsupported value: "Frobnicate": supported values: OpenQueue, CloseQueue'):
+        server.service.queue_action("default", "Frobnicate")
+    assert server.store.current_version() == version  # nothing written, not even an audit record
+    assert server.client.post(f"{Q}/default/frobnicate").status_code == 400
+
+
 def test_opening_a_queue_under_a_closed_parent_is_refused(server):
     c = server.client
     c.post(Q, json=queue("p"))

@@ -22,13 +22,14 @@ from lahar.errors import AlreadyExists, BadRequest, FieldError, Forbidden, Inval
 from lahar.model.base import ApiObject
 from lahar.model.job import JOB_NAME
 from lahar.model.manifest import KINDS, parse_object
-from lahar.model.queue import DEFAULT, ROOT, Queue
+from lahar.model.queue import DEFAULT, ROOT, Queue, QueueAction
 from lahar.security import Principal
 from lahar.server.access import Access
 
 __all__ = ["ApiService", "MirrorView", "EVENT_KIND"]
 
 EVENT_KIND = "LaharEvent"
+_ACTIONS = tuple(action.value for action in QueueAction)  # what ``queue_action`` carries out
 
 
 class MirrorView(LiveView):
@@ -183,6 +184,8 @@ class ApiService:
 
     def queue_action(self, name: str, action: str, reason: str = "", who: Principal | None = None) -> list[QueueEvent]:
         """Open / close / suspend / resume a queue now (and its descendants first)."""
+        if action not in _ACTIONS:
+            raise BadRequest(f'action: Unsupported value: "{action}": supported values: {", ".join(_ACTIONS)}')
         with self.lock:
             with self.store.batch():  # what it reads and writes, one transaction (a refusal's warning event too)
                 stored = self.store.get("Queue", name)
