@@ -309,23 +309,27 @@ class ControlLoop:
         if self.runtime is not None:
             self.runtime.step(world)  # exited processes end their tasks before the cycle
         world.refresh_queues(now)
-        if self._is_quiet(world):
-            result = self.last
+        quiet = self._is_quiet(world)
+        if quiet:
+            result, seconds = self.last, 0.0
             self.quiet_ticks += 1
-            if self.on_quiet is not None:
-                self.on_quiet()
         else:
-            result = self._cycle(world, now)
+            result, seconds = self._cycle(world, now)
         world.refresh_queues(now)
         self.usage.observe(world, now, [uid for uid, outcome in result.jobs.items() if outcome.phase == "Completed"])
         self.usage.maybe_flush(now)
         world.event_log.prune(now)
         world.skip_own_writes()
         self.last = result
+        if quiet and self.on_quiet is not None:
+            self.on_quiet()
+        elif not quiet and self.on_cycle is not None:
+            self.on_cycle(result, seconds, world.queues)
         return result
 
-    def _cycle(self, world: StoreWorld, now: float) -> CycleResult:
-        """One scheduling cycle and its writes; notes the world it saw when it decided nothing."""
+    def _cycle(self, world: StoreWorld, now: float) -> tuple[CycleResult, float]:
+        """One scheduling cycle and its writes, and the cycle's seconds; notes the world it saw
+        when it decided nothing."""
         seen = world.changes
         self.cycles += 1
         started = time.perf_counter()
@@ -338,9 +342,7 @@ class ControlLoop:
         world.write_reasons(result, now)
         world.write_allocations(result)
         self._quiet = (world, seen) if not result.decisions else None
-        if self.on_cycle is not None:
-            self.on_cycle(result, seconds, world.queues)
-        return result
+        return result, seconds
 
     def _is_quiet(self, world: StoreWorld) -> bool:
         """Whether the cycle would repeat the last one: that cycle decided nothing, the world is
