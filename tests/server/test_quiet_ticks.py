@@ -180,3 +180,27 @@ def test_metrics_count_the_quiet_ticks(tmp_path):
     finally:
         server.loop.stop()
         server.store.close()
+
+
+def test_usage_keeps_counting_through_quiet_ticks_and_sees_the_next_change(cluster):
+    cluster.create(node("n1", cpu="4"))
+    cluster.create(job("a", cpu="2"))
+    clock = Clock()
+    loop = _loop(cluster, clock=clock)
+    _settle(loop)
+
+    def cpu_seconds_over(ticks: int) -> float:
+        before = sum(bucket.usage.get("cpu", 0.0) for bucket in loop.usage.ledger.buckets.values())
+        for _ in range(ticks):
+            clock.now += 10
+            loop.tick()
+        return sum(bucket.usage.get("cpu", 0.0) for bucket in loop.usage.ledger.buckets.values()) - before
+
+    quiet = loop.quiet_ticks
+    assert cpu_seconds_over(3) == pytest.approx(2 * 30)
+    assert loop.quiet_ticks == quiet + 3
+    cluster.create(job("b", cpu="1"))
+    cpu_seconds_over(3)  # b is bound, starts, and its podgroup's phase is written
+    quiet = loop.quiet_ticks
+    assert cpu_seconds_over(3) == pytest.approx(3 * 30)
+    assert loop.quiet_ticks == quiet + 3

@@ -266,6 +266,7 @@ class ControlLoop:
         self.skip_quiet_cycles = True
         self.quiet_ticks = 0
         self._quiet: tuple[StoreWorld, int] | None = None
+        self._completed_of: tuple[CycleResult, list[str]] | None = None
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
@@ -316,7 +317,7 @@ class ControlLoop:
         else:
             result, seconds = self._cycle(world, now)
         world.refresh_queues(now)
-        self.usage.observe(world, now, [uid for uid, outcome in result.jobs.items() if outcome.phase == "Completed"])
+        self.usage.observe(world, now, self._completed(result))
         self.usage.maybe_flush(now)
         world.event_log.prune(now)
         world.skip_own_writes()
@@ -343,6 +344,12 @@ class ControlLoop:
         world.write_allocations(result)
         self._quiet = (world, seen) if not result.decisions else None
         return result, seconds
+
+    def _completed(self, result: CycleResult) -> list[str]:
+        """The jobs ``result`` found Completed (worked out once per result: quiet ticks reuse it)."""
+        if self._completed_of is None or self._completed_of[0] is not result:
+            self._completed_of = (result, [uid for uid, outcome in result.jobs.items() if outcome.phase == "Completed"])
+        return self._completed_of[1]
 
     def _is_quiet(self, world: StoreWorld) -> bool:
         """Whether the cycle would repeat the last one: that cycle decided nothing, the world is

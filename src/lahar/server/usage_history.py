@@ -9,8 +9,9 @@ after a restart.
   the time since the last tick (summed per queue and owner first; a pod's queue, owner and
   request are worked out again only when it or its podgroup changed), and records each job that completed (wait = first start -
   creation, run = completion - first start) exactly once: jobs already Completed when the
-  server starts were counted by an earlier run. Its cost is the running pods plus, only in a
-  tick where jobs complete, one pass over the pods for their start times.
+  server starts were counted by an earlier run. Its cost is the running pods (nothing while no
+  object came or went since the last tick: the totals are kept) plus, only in a tick where
+  jobs complete, one pass over the pods for their start times.
 - Buckets are written when they changed, at most every ``flush_every`` seconds (and by
   ``flush``), not every tick: the watch history stays for the objects users watch. A crash
   loses at most that much usage, never counts it twice. So does a tick that fails: its flush
@@ -58,6 +59,7 @@ class UsageHistory:
         self._written: dict[tuple[str, str, float], str] = {}  # bucket key -> its last written JSON
         self._counted: set[str] = set()  # completed podgroups already charged
         self._charges: dict[str, _Charge] = {}  # running pod key -> its charge
+        self._observed: tuple[Any, int, list] | None = None  # world, its change count, what ran then
         self._next_flush: float | None = None
         self._world: Any = None
         self._load()
@@ -76,7 +78,23 @@ class UsageHistory:
         self._counted = {key for key, group in world.podgroups.items() if group.status.phase == "Completed"}
 
     def observe(self, world: Any, now: float, completed: Iterable[str] | None = None) -> None:
-        """``completed``: the podgroups the cycle found Completed (None: look at every podgroup)."""
+        """``completed``: the podgroups the cycle found Completed (None: look at every podgroup).
+
+        While no object came or went in the world since the last call (its ``changes`` count is
+        the same), the same pods run with the same charges: the totals are not summed again."""
+        changes = getattr(world, "changes", None)
+        known = self._observed
+        if changes is not None and known is not None and known[0] is world and known[1] == changes:
+            running = known[2]
+        else:
+            running = self._running(world)
+            self._observed = (world, changes, running) if changes is not None else None
+        self.ledger.observe(now, running)
+        candidates = world.podgroups if completed is None else completed
+        self._finished(world, now, candidates)
+
+    def _running(self, world: Any) -> list[tuple[str, str, Resource]]:
+        """(queue, user, summed requests) of the world's Running pods; keeps their charges."""
         totals: dict[tuple[str, str], Resource] = {}
         live = {}
         for key in world.started:  # the Running pods (with a start time)
@@ -92,9 +110,7 @@ class UsageHistory:
             else:
                 total.add(request)
         self._charges = live
-        self.ledger.observe(now, [(queue, user, total) for (queue, user), total in totals.items()])
-        candidates = world.podgroups if completed is None else completed
-        self._finished(world, now, candidates)
+        return [(queue, user, total) for (queue, user), total in totals.items()]
 
     def _charge(self, world: Any, key: str, pod: Any) -> "_Charge":
         """A running pod's charge, worked out again only when the pod or its podgroup changed. The
