@@ -1,10 +1,10 @@
-"""Quiet ticks: when nothing changed since a cycle that decided nothing and changed nothing, the
-control loop does not run the same cycle again (an idle server with thousands of running jobs
-would otherwise spend a large part of a core every second to learn nothing new).
+"""Quiet ticks: when nothing changed since the last cycle looked (not even by that cycle's own
+writes), the control loop does not run the same cycle again (an idle server with thousands of
+running jobs would otherwise spend a large part of a core every second to learn nothing new).
 
 The cycle is a pure function of the cluster, the configuration and, for plugins that read it,
 the time: with the same cluster and no plugin that reads the clock it would decide the same,
-and writing its outcome again would change nothing. A plugin that reads the clock (sla) keeps
+and applying its outcome again would change nothing. A plugin that reads the clock (sla) keeps
 every cycle running."""
 
 from __future__ import annotations
@@ -105,6 +105,27 @@ def test_the_skipped_cycle_would_decide_the_same(cluster):
     }
     assert again.queue_allocated == loop.last.queue_allocated
     assert loop.last.jobs["default/over-cap"].reason["kind"] in ("capability", "deserved")
+
+
+def test_a_gang_that_fits_only_in_part_keeps_its_reservation_through_quiet_ticks(cluster):
+    """A reservation (pipeline) is kept in the session, never written: a cycle that only
+    reserves leaves the world as it was, and the next would reserve the same."""
+    cluster.create(node("n1", cpu="4"))
+    cluster.create(node("n2", cpu="2"))
+    cluster.create(job("big", cpu="3", replicas=2))  # one task fits on n1, the other nowhere
+    loop = _loop(cluster)
+    _settle(loop)
+    cycles = loop.cycles
+    _settle(loop, 3)
+    assert loop.cycles == cycles and loop.quiet_ticks >= 3
+    reserved = [(d.type, d.task, d.node) for d in loop.last.decisions]
+    assert reserved == [("pipeline", "default/big-main-0", "n1")]
+    again = run_cycle(loop.world.cache, loop.conf, loop.clock(), uid="again")
+    assert [(d.type, d.task, d.node) for d in again.decisions] == reserved
+    assert again.jobs["default/big"].reason == loop.last.jobs["default/big"].reason
+    cluster.create(node("n3", cpu="4"))  # room for the second task: the quiet ends, both bind
+    _settle(loop, 2)
+    assert {cluster.store.get("Pod", f"default/big-main-{i}")["spec"].get("nodeName") for i in (0, 1)} == {"n1", "n3"}
 
 
 SLA_CONFIG = """

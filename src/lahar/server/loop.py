@@ -259,10 +259,9 @@ class ControlLoop:
         self._stale = False  # a tick failed: the world may hold what its undone transaction wrote
         self.cycles = 0
         self.errors = 0
-        # A quiet tick (nothing changed since a cycle that decided and changed nothing) reuses
-        # that cycle's result instead of running it again; ``skip_quiet_cycles`` False runs every
-        # cycle. ``_quiet``: the world and its change count that the last cycle saw, when it
-        # decided nothing.
+        # A quiet tick (nothing changed since the last cycle looked, not even by that cycle's own
+        # writes) reuses that cycle's result instead of running it again; ``skip_quiet_cycles``
+        # False runs every cycle. ``_quiet``: the world and its change count the last cycle saw.
         self.skip_quiet_cycles = True
         self.quiet_ticks = 0
         self._quiet: tuple[StoreWorld, int] | None = None
@@ -329,8 +328,7 @@ class ControlLoop:
         return result
 
     def _cycle(self, world: StoreWorld, now: float) -> tuple[CycleResult, float]:
-        """One scheduling cycle and its writes, and the cycle's seconds; notes the world it saw
-        when it decided nothing."""
+        """One scheduling cycle and its writes, and the cycle's seconds; notes the world it saw."""
         seen = world.changes
         self.cycles += 1
         started = time.perf_counter()
@@ -342,7 +340,7 @@ class ControlLoop:
         world.event_log.decisions(result.decisions, lambda job: getattr(result.jobs.get(job), "queue", None), now)
         world.write_reasons(result, now)
         world.write_allocations(result)
-        self._quiet = (world, seen) if not result.decisions else None
+        self._quiet = (world, seen)
         return result, seconds
 
     def _completed(self, result: CycleResult) -> list[str]:
@@ -352,12 +350,14 @@ class ControlLoop:
         return self._completed_of[1]
 
     def _is_quiet(self, world: StoreWorld) -> bool:
-        """Whether the cycle would repeat the last one: that cycle decided nothing, the world is
-        the one it saw (the world counts every object it takes in or lets go, so the count is
-        the same only if neither that cycle's writes nor anything since changed it), and no
-        plugin reads the clock. The same cluster then gives the same result (the cycle is a pure
-        function of the cluster, the configuration and, for plugins that read it, the time), and
-        writing that result again would change nothing, as writing it last time did."""
+        """Whether the cycle would repeat the last one: the world is the one that cycle saw (the
+        world counts every object it takes in or lets go, so the count is the same only if
+        neither that cycle's writes nor anything since changed it), and no plugin reads the
+        clock. The same cluster then gives the same result (the cycle is a pure function of the
+        cluster, the configuration and, for plugins that read it, the time), and applying it again
+        would change nothing, as applying it last time did. A cycle whose binds or evictions were
+        applied changed the world, so only one that decided nothing, or only reservations
+        (``pipeline``: kept in the session, never written), can leave it quiet."""
         if not self.skip_quiet_cycles or self._quiet is None or self.last is None:
             return False
         quiet_world, changes = self._quiet
