@@ -2,6 +2,7 @@
 
     python bench/checkpoint.py save 21700 backlog.pkl           # replay to cycle 21,700 (minutes)
     python bench/checkpoint.py run backlog.pkl --cycles 200      # the next 200 cycles (seconds)
+    python bench/checkpoint.py repeat backlog.pkl --times 30     # the next cycle 30 times: median CPU ms
 
 ``save`` replays the whole trace as ``bench/trace.py philly`` does (same cluster, configuration
 and metrics) up to the given cycle and pickles the simulation with its replay position. ``run``
@@ -21,10 +22,11 @@ import argparse
 import hashlib
 import json
 import pickle
+import statistics
 import sys
 import time
 
-from lahar.scheduler.cycle import paused_gc
+from lahar.scheduler.cycle import paused_gc, run_cycle
 from lahar.scheduler.framework.config import default_config_text, load_config
 from lahar.sim.compare import Clock, replay_position, run_replay
 from lahar.sim.engine import Simulation
@@ -69,6 +71,22 @@ def run(path: str, cycles: int) -> None:
     print(json.dumps({"bench": "checkpoint", "from_cycle": first, "cycles": done, "cpu_seconds": round(cpu, 2), "ms_per_cycle": round(1000 * cpu / max(done, 1), 2), "digest": digest.hexdigest()[:16]}))
 
 
+def repeat(path: str, times: int) -> None:
+    """The cycle at the saved position, ``times`` times on the same cluster (nothing applied: a
+    cycle changes only its own session): the median CPU of one cycle of the deep backlog. Run it
+    alternately with two versions of the code, a few seconds each, for an A/B that a noisy
+    machine moves less than whole replays."""
+    with open(path, "rb") as source:
+        sim, position = pickle.load(source)
+    times_ms = []
+    with paused_gc():
+        for n in range(times):
+            started = time.process_time()
+            result = run_cycle(sim.world.cache, sim.conf, position.now, uid=f"repeat-{n}")
+            times_ms.append(1000 * (time.process_time() - started))
+    print(json.dumps({"bench": "checkpoint-repeat", "cycles": times, "median_ms": round(statistics.median(times_ms), 2), "min_ms": round(min(times_ms), 2), "decisions": len(result.decisions)}))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     commands = parser.add_subparsers(dest="command", required=True)
@@ -79,8 +97,13 @@ def main() -> None:
     running = commands.add_parser("run", help="resume FILE for --cycles cycles; print CPU and a digest of the decisions")
     running.add_argument("file")
     running.add_argument("--cycles", type=int, default=200)
+    repeating = commands.add_parser("repeat", help="run the cycle at FILE's position --times times on the same cluster; print the median CPU ms")
+    repeating.add_argument("file")
+    repeating.add_argument("--times", type=int, default=30)
     args = parser.parse_args()
-    if args.command == "save":
+    if args.command == "repeat":
+        repeat(args.file, max(args.times, 1))
+    elif args.command == "save":
         if args.cycle < 1:
             sys.exit("save: CYCLE must be 1 or more")
         save(args.cycle, args.file, args.traces)

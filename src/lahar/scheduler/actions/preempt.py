@@ -184,11 +184,11 @@ def _prospects(ssn: Session, preemptor: TaskInfo, job: JobInfo, queue: QueueInfo
 
 
 def _nothing_to_do(ssn: Session, job: JobInfo) -> bool:
-    """Phase A for ``job`` would change nothing: it is not starving, or preempt gives up at once
-    for each of its pending tasks (a task that gives up changes nothing, so the next one meets
-    the same session, and so does the next job)."""
-    if not ssn.job_starving(job):
-        return True
+    """Phase A for ``job``, a starving job of the queue whose turn it is, would change nothing:
+    preempt gives up at once for each of its pending tasks (a task that gives up changes
+    nothing, so the next one meets the same session, and so does the next job). The job is
+    still starving: whether it is depends on its own tasks only, and before its queue's turn
+    only its queue's own preemptors (phase A) or its own tasks (phase B) could have moved them."""
     queue = ssn.queues[job.queue]
     return all(_prospects(ssn, task, job, queue, ssn.preemptable_key(task), "A") == frozenset() for task in job.tasks_in(TaskStatus.PENDING))
 

@@ -204,14 +204,26 @@ class Session:
 
     # ----------------------------------------------------------------- queue gates
 
+    # The predicates below are asked for every waiting job and task of a backlog, several times
+    # a cycle: plain loops (no generator per call), the same short-circuit as any() and all().
+
     def overused(self, queue: QueueInfo) -> bool:
-        return any(fn(queue) for _, _, fn in self._enabled("overused"))
+        for _, _, fn in self._enabled("overused"):
+            if fn(queue):
+                return True
+        return False
 
     def allocatable(self, queue: QueueInfo, task: TaskInfo) -> bool:
-        return all(fn(queue, task) for _, _, fn in self._enabled("allocatable"))
+        for _, _, fn in self._enabled("allocatable"):
+            if not fn(queue, task):
+                return False
+        return True
 
     def preemptive(self, queue: QueueInfo, tasks: list[TaskInfo]) -> bool:
-        return all(fn(queue, tasks) for _, _, fn in self._enabled("preemptive"))
+        for _, _, fn in self._enabled("preemptive"):
+            if not fn(queue, tasks):
+                return False
+        return True
 
     # ----------------------------------------------------------------- job predicates
 

@@ -97,6 +97,8 @@ class ProportionPlugin(Plugin):
         return answer
 
     def _allocatable(self, queue: QueueInfo, tasks: list[TaskInfo]) -> bool:
+        if len(tasks) == 1:  # the sum of one request is that request: Allocatable's memoised answer
+            return self._allocatable_task(queue, tasks[0])
         total = Resource()
         for task in tasks:
             total.add(task.resreq)
