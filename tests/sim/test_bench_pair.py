@@ -1,0 +1,61 @@
+"""``bench/pair.py`` steps two copies of a saved replay in lockstep and lets the two versions of
+the code trade copies every cycle: the copies must stay on the same cycle, and each version must
+run on both copies (or a copy that costs more than the other would bias the ratio)."""
+
+from __future__ import annotations
+
+import importlib.util
+import pickle
+from pathlib import Path
+from types import SimpleNamespace
+
+from lahar.scheduler.framework.config import default_config_text, load_config
+from lahar.sim.compare import Clock, replay_position, run_replay
+from lahar.sim.engine import Simulation
+from lahar.sim.traces import build_workload, parse_cluster
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _bench_pair():
+    spec = importlib.util.spec_from_file_location("bench_pair", ROOT / "bench" / "pair.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _saved_replay(folder: Path) -> Path:
+    workload = build_workload(f"philly:{ROOT / 'tests' / 'data' / 'traces' / 'philly-head.csv'}", limit=60)
+    workload.nodes = parse_cluster(["2 x cpu=64,memory=512Gi,gpu=8"])  # small: jobs wait
+    objects, _ = workload.objects(None)
+    sim = Simulation(objects, load_config(default_config_text()), period=1.0)
+    sim.keep_cycles = False
+    position = replay_position(objects, Clock(1.0, None, None))
+    run_replay(sim, position, cycles=10)
+    path = folder / "replay.pkl"
+    path.write_bytes(pickle.dumps((sim, position)))
+    return path
+
+
+def test_both_versions_run_on_both_copies_and_the_copies_stay_in_step(tmp_path, monkeypatch):
+    path = _saved_replay(tmp_path)
+    installed: list[str] = []
+    variants = SimpleNamespace(OLD=("old",), NEW=("new",), use=lambda functions: installed.append(functions[0]))
+    ran: set[tuple[str, int]] = set()
+    step = Simulation.step
+
+    def recorded(sim, now):
+        ran.add((installed[-1], id(sim)))
+        return step(sim, now)
+
+    monkeypatch.setattr(Simulation, "step", recorded)
+    result = _bench_pair().pair(str(path), 8, variants)
+    assert len(ran) == 4  # old and new, each on both copies
+    assert result["copies_in_step"] is True
+    assert result["old_cpu_seconds"] > 0 and result["new_cpu_seconds"] > 0
+    steps = installed[:-1]  # the last call puts the new version back
+    assert len(steps) == 16 and steps.count("old") == steps.count("new") == 8
+    # copy 0 runs old, new, new, old...: per step the two sides are (old on copy 0, new on copy 1)
+    # or (old on copy 1, new on copy 0), and which side goes first alternates every two steps
+    firsts = [steps[2 * step] for step in range(8)]
+    assert firsts == ["old", "old", "new", "new", "old", "old", "new", "new"]
