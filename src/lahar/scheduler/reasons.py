@@ -14,9 +14,11 @@ capability             admitting the job would take its queue over its capabilit
 cluster-full           the cluster (times the overcommit factor) has no room for the job
 gang-invalid           fewer valid tasks than minAvailable: the gang can never be satisfied
 deserved               the queue has used its deserved share and cannot take more now
-waiting-for-reclaim    resources are being reclaimed or preempted for the job (it is pipelined)
+waiting-for-reclaim    resources are being reclaimed or preempted for the job: its tasks are
+                       reserved (pipelined) on nodes where evicted tasks are terminating
 no-node-fits           no node has room for the job's tasks (per-node reasons summarised)
-gang-unsatisfied       some tasks fit, but not minAvailable of them at once
+gang-unsatisfied       some tasks fit (and may be reserved where they do), but not minAvailable
+                       of them at once
 =====================  =========================================================================
 
 The reasons read notes that actions and plugins leave on the session (``ssn.note``) and the fit
@@ -102,9 +104,17 @@ def _placement_reason(ssn: Session, job: JobInfo, queue, notes: dict) -> dict | 
     pipelined = job.tasks_in(TaskStatus.PIPELINED)
     if pipelined:
         nodes = sorted({t.node_name for t in pipelined})
+        if any(_releasing(ssn, name) for name in nodes):
+            return {
+                "kind": "waiting-for-reclaim",
+                "message": f"{len(pipelined)} task(s) reserved on {', '.join(nodes)}: waiting for evicted tasks to release resources",
+            }
+        # reserved where they fit now, with nothing to wait for there: the rest of the gang does not fit
+        missing = max(job.min_available - job.ready_task_num() - len(pipelined), 1)
         return {
-            "kind": "waiting-for-reclaim",
-            "message": f"{len(pipelined)} task(s) reserved on {', '.join(nodes)}: waiting for evicted tasks to release resources",
+            "kind": "gang-unsatisfied",
+            "message": f"{len(pipelined)} task(s) reserved on {', '.join(nodes)}, where they fit; {missing} more task(s) must fit "
+            f"at the same time to start the job (minAvailable {job.min_available})",
         }
     if "queue-allocatable" in notes or "cannot-reclaim" in notes:
         return _deserved_reason(ssn, job)
@@ -118,6 +128,12 @@ def _placement_reason(ssn: Session, job: JobInfo, queue, notes: dict) -> dict | 
     if "overused" in {n["kind"] for n in ssn.notes.get(f"queue/{job.queue}", [])}:
         return _deserved_reason(ssn, job)
     return None
+
+
+def _releasing(ssn: Session, node_name: str) -> bool:
+    """Whether tasks on the node are terminating (evicted or deleted), freeing resources there."""
+    node = ssn.nodes.get(node_name)
+    return node is not None and not node.releasing.is_empty()
 
 
 def _deserved_reason(ssn: Session, job: JobInfo) -> dict:
