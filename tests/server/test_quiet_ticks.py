@@ -5,7 +5,7 @@ running jobs would otherwise spend a large part of a core every second to learn 
 The cycle is a pure function of the cluster, the configuration and, for plugins that read it,
 the time: with the same cluster and no plugin that reads the clock it would decide the same,
 and applying its outcome again would change nothing. A plugin that reads the clock (sla) keeps
-every cycle running."""
+every cycle running until the time its answers may change (sla: the next job's deadline)."""
 
 from __future__ import annotations
 
@@ -13,9 +13,10 @@ import time
 
 import pytest
 
-from lahar.scheduler.cycle import reads_clock, run_cycle
+from lahar.scheduler.cache import parse_time
+from lahar.scheduler.cycle import run_cycle
 from lahar.scheduler.framework.config import default_config_text, load_config
-from lahar.scheduler.plugins import PLUGINS
+from lahar.scheduler.plugins import PLUGINS, Plugin, register
 from lahar.server.loop import ControlLoop
 from lahar.server.service import ApiService
 from lahar.store import open_store
@@ -143,9 +144,10 @@ tiers:
 """
 
 
-def test_a_plugin_that_reads_the_clock_keeps_every_cycle(cluster):
-    """sla lets a job in once it has waited its waiting time, with nothing else changed: a
-    skipped cycle would leave it waiting for ever."""
+def test_a_plugin_that_reads_the_clock_is_quiet_only_until_its_answers_may_change(cluster):
+    """sla lets a job in once it has waited its waiting time, with nothing else changed: the
+    ticks before that are quiet, and the first tick past the deadline runs its cycle (a tick
+    skipped then would leave the job waiting for ever)."""
     cluster.create(queue("capped", capability={"cpu": "1"}))
     cluster.create(node("n1", cpu="4"))
     cluster.create(job("holder", queue_name="capped"))
@@ -154,11 +156,37 @@ def test_a_plugin_that_reads_the_clock_keeps_every_cycle(cluster):
     _settle(loop)
     cluster.create(job("late", queue_name="capped"))
     _settle(loop)
+    created = parse_time(cluster.store.get("PodGroup", "default/late")["metadata"]["creationTimestamp"])
     assert cluster.store.get("PodGroup", "default/late")["status"]["phase"] == "Pending"
-    assert loop.quiet_ticks == 0
-    clock.now += 60
+    assert loop.quiet_ticks > 0
+    assert created + 30 - 0.01 < loop.last.valid_until < created + 30  # the deadline, a little early
+    clock.now = created + 29
+    quiet = loop.quiet_ticks
     loop.tick()
+    assert loop.quiet_ticks == quiet + 1
+    clock.now = created + 30
+    loop.tick()
+    assert loop.quiet_ticks == quiet + 1
     assert cluster.store.get("PodGroup", "default/late")["status"]["phase"] == "Inqueue"
+
+
+class ClockWatcher(Plugin):
+    """Reads the clock and cannot tell until when its answers hold."""
+
+    name = "clock-watcher"
+
+    def on_session_open(self, ssn) -> None:
+        return None
+
+
+def test_a_plugin_that_reads_the_clock_without_a_horizon_keeps_every_cycle(cluster):
+    register(ClockWatcher)
+    cluster.create(node("n1", cpu="2"))
+    cluster.create(job("fits"))
+    loop = _loop(cluster, default_config_text().replace("  - name: nodeorder", "  - name: nodeorder\n  - name: clock-watcher"))
+    assert "clock-watcher" in [option.name for tier in loop.conf.tiers for option in tier.plugins]
+    _settle(loop, 6)
+    assert loop.cycles == 6 and loop.quiet_ticks == 0
 
 
 def test_plugins_that_read_the_session_time_say_so():
@@ -168,8 +196,7 @@ def test_plugins_that_read_the_session_time_say_so():
         source = inspect.getsource(inspect.getmodule(cls))
         if "ssn.now" in source:
             assert cls.reads_clock, f"plugin {name} reads ssn.now but declares reads_clock = False"
-    assert not reads_clock(load_config(default_config_text()))
-    assert reads_clock(load_config(SLA_CONFIG))
+    assert [name for name, cls in PLUGINS.items() if cls.reads_clock and cls.__module__.startswith("lahar.")] == ["sla"]
 
 
 def test_a_loop_told_not_to_skip_runs_every_cycle(cluster):

@@ -9,6 +9,7 @@ queue's accounting and, for every job that is not running, a structured reason.
 from __future__ import annotations
 
 import gc
+import math
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -23,7 +24,7 @@ from lahar.scheduler.framework.session import Decision, Session
 from lahar.scheduler.plugins import PLUGINS
 from lahar.scheduler.reasons import explain
 
-__all__ = ["run_cycle", "open_session", "close_session", "reads_clock", "CycleResult", "JobOutcome"]
+__all__ = ["run_cycle", "open_session", "close_session", "valid_until", "CycleResult", "JobOutcome"]
 
 
 @dataclass
@@ -43,6 +44,10 @@ class CycleResult:
     jobs: dict[str, JobOutcome]
     queue_allocated: dict[str, Resource]
     session: Session
+    # Until when the same cluster gives this same result: the earliest time at which a plugin
+    # that reads the clock may answer differently (infinite when none does; the cycle's own time
+    # when one cannot tell)
+    valid_until: float = math.inf
 
     def of_type(self, kind: str) -> list[Decision]:
         return [d for d in self.decisions if d.type == kind]
@@ -82,7 +87,7 @@ def close_session(ssn: Session) -> CycleResult:
             succeeded=len(index.get(TaskStatus.SUCCEEDED, ())),
             failed=len(index.get(TaskStatus.FAILED, ())),
         )
-    result = CycleResult(ssn.decisions, outcomes, queue_allocations(ssn), ssn)
+    result = CycleResult(ssn.decisions, outcomes, queue_allocations(ssn), ssn, valid_until(ssn))
     ssn.release()
     return result
 
@@ -95,10 +100,18 @@ def run_cycle(state: ClusterState, conf: SchedulerConf, now: float = 0.0, uid: s
         return close_session(ssn)
 
 
-def reads_clock(conf: SchedulerConf) -> bool:
-    """Whether a cycle under ``conf`` may decide differently at another time on the same
-    cluster: some plugin it enables reads the session's time (``Plugin.reads_clock``)."""
-    return any(PLUGINS[option.name].reads_clock for tier in conf.tiers for option in tier.plugins)
+def valid_until(ssn: Session) -> float:
+    """Until when a cycle on the same cluster would decide as this one: the earliest horizon of
+    the session's plugins that read the clock (``Plugin.clock_horizon``), infinite when none
+    does, the session's own time when one cannot tell."""
+    horizon = math.inf
+    for plugin in ssn.plugins.values():
+        if plugin.reads_clock:
+            own = plugin.clock_horizon(ssn)
+            if own is None:
+                return ssn.now
+            horizon = min(horizon, own)
+    return horizon
 
 
 @contextmanager

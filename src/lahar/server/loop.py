@@ -38,7 +38,7 @@ from lahar.model.cluster import Command
 from lahar.model.manifest import KINDS
 from lahar.model.job import Job
 from lahar.model.workload import Pod, PodGroup
-from lahar.scheduler.cycle import CycleResult, reads_clock, run_cycle
+from lahar.scheduler.cycle import CycleResult, run_cycle
 from lahar.scheduler.framework.config import SchedulerConf
 from lahar.server.events import EventLog
 from lahar.server.heap import HeapCollector
@@ -309,7 +309,7 @@ class ControlLoop:
         if self.runtime is not None:
             self.runtime.step(world)  # exited processes end their tasks before the cycle
         world.refresh_queues(now)
-        quiet = self._is_quiet(world)
+        quiet = self._is_quiet(world, now)
         if quiet:
             result, seconds = self.last, 0.0
             self.quiet_ticks += 1
@@ -349,19 +349,20 @@ class ControlLoop:
             self._completed_of = (result, [uid for uid, outcome in result.jobs.items() if outcome.phase == "Completed"])
         return self._completed_of[1]
 
-    def _is_quiet(self, world: StoreWorld) -> bool:
+    def _is_quiet(self, world: StoreWorld, now: float) -> bool:
         """Whether the cycle would repeat the last one: the world is the one that cycle saw (the
         world counts every object it takes in or lets go, so the count is the same only if
-        neither that cycle's writes nor anything since changed it), and no plugin reads the
-        clock. The same cluster then gives the same result (the cycle is a pure function of the
-        cluster, the configuration and, for plugins that read it, the time), and applying it again
-        would change nothing, as applying it last time did. A cycle whose binds or evictions were
-        applied changed the world, so only one that decided nothing, or only reservations
-        (``pipeline``: kept in the session, never written), can leave it quiet."""
+        neither that cycle's writes nor anything since changed it), and it is not yet the time
+        at which a plugin that reads the clock may answer differently (``valid_until``; never,
+        without such plugins). The same cluster then gives the same result (the cycle is a pure
+        function of the cluster, the configuration and, for plugins that read it, the time), and
+        applying it again would change nothing, as applying it last time did. A cycle whose binds
+        or evictions were applied changed the world, so only one that decided nothing, or only
+        reservations (``pipeline``: kept in the session, never written), can leave it quiet."""
         if not self.skip_quiet_cycles or self._quiet is None or self.last is None:
             return False
         quiet_world, changes = self._quiet
-        return quiet_world is world and world.changes == changes and not reads_clock(self.conf)
+        return quiet_world is world and world.changes == changes and now < self.last.valid_until
 
     def start(self) -> None:
         self._thread = threading.Thread(target=self._run, name="lahar-control-loop", daemon=True)

@@ -13,8 +13,9 @@ class Plugin:
 
     name = ""
     # Whether the plugin's answers may depend on the session's time (``ssn.now``). The control
-    # loop skips a cycle when nothing changed since one that decided nothing, which is only
-    # sound when no enabled plugin reads the clock; a plugin says so to allow it.
+    # loop skips a cycle while nothing changed since the last one (a quiet tick), which is only
+    # sound while no enabled plugin's answers change with the time alone: a plugin that does not
+    # read the clock says so, one that does says until when its answers hold (``clock_horizon``).
     reads_clock = True
 
     def __init__(self, arguments: Arguments | None = None, enabled_hierarchy: bool = False) -> None:
@@ -25,4 +26,10 @@ class Plugin:
         raise NotImplementedError
 
     def on_session_close(self, ssn: Session) -> None:
+        return None
+
+    def clock_horizon(self, ssn: Session) -> float | None:
+        """For a plugin that reads the clock: the earliest time after ``ssn.now`` at which its
+        answers about this session's cluster may change (``math.inf``: never); None when it
+        cannot tell, and then every cycle runs. Asked at session close."""
         return None

@@ -11,6 +11,8 @@ or, lacking that, the plugin argument of the same name (Go durations such as ``1
 
 from __future__ import annotations
 
+import math
+
 from lahar.duration import DurationError, parse_duration
 from lahar.scheduler.api import JobInfo
 from lahar.scheduler.framework.session import ABSTAIN, PERMIT, Session
@@ -39,6 +41,8 @@ class SlaPlugin(Plugin):
             own = _positive_duration(annotations[WAITING_TIME]) if annotations and WAITING_TIME in annotations else None
             return own if own is not None else default
 
+        self._waiting_time = waiting_time
+
         def job_order(left: JobInfo, right: JobInfo) -> int:
             lwait, rwait = waiting_time(left), waiting_time(right)
             if lwait is None or rwait is None:
@@ -55,3 +59,14 @@ class SlaPlugin(Plugin):
         ssn.add("job_order", self.name, job_order)
         ssn.add("job_enqueueable", self.name, permitable)
         ssn.add("job_pipelined", self.name, permitable)
+
+    def clock_horizon(self, ssn: Session) -> float:
+        """The next deadline (creation + waiting time) still ahead: until then every job lets in
+        by sla is the same one (a job past its deadline stays past it). A millisecond early, so
+        that rounding of the sum can never put it after the moment the answer changes."""
+        horizon = math.inf
+        for job in ssn.jobs.values():
+            wait = self._waiting_time(job)
+            if wait is not None and job.creation + wait > ssn.now:
+                horizon = min(horizon, job.creation + wait - 0.001)
+        return horizon
