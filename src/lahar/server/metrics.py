@@ -39,7 +39,7 @@ class QueueMetrics:
         self.cycle_seconds = Histogram("lahar_scheduling_cycle_seconds", "Duration of one scheduling cycle", registry=reg)
         self.binds = Counter("lahar_binds_total", "Tasks bound", registry=reg)
         self.quiet_ticks = Counter(
-            "lahar_quiet_ticks", "Control-loop ticks that skipped the scheduling cycle: nothing changed since one that decided nothing", registry=reg
+            "lahar_quiet_ticks", "Control-loop ticks that skipped the scheduling cycle: nothing changed since the last cycle looked", registry=reg
         )
         self.evictions = Counter("lahar_evictions_total", "Tasks evicted", ["reason"], registry=reg)
 

@@ -61,9 +61,9 @@ class SlaPlugin(Plugin):
         ssn.add("job_pipelined", self.name, permitable)
 
     def clock_horizon(self, ssn: Session) -> float:
-        """The next deadline (creation + waiting time) still ahead: until then every job lets in
-        by sla is the same one (a job past its deadline stays past it). A millisecond early, so
-        that rounding of the sum can never put it after the moment the answer changes."""
+        """The next deadline (creation + waiting time) still ahead: until then sla lets in the
+        same jobs (a job past its deadline stays past it). A millisecond early, so that rounding
+        of the sum can never put it after the moment the answer changes."""
         horizon = math.inf
         for job in ssn.jobs.values():
             wait = self._waiting_time(job)
