@@ -64,6 +64,32 @@ def test_route_table_matches_the_server():
 # --------------------------------------------------------------------- apply
 
 
+def test_apply_reads_again_when_the_object_changed_between_its_read_and_its_write(cli, live, tmp_path, monkeypatch):
+    """The control loop writes a queue's status whenever its jobs move: an apply that read the
+    queue just before gets 409 Conflict on its write, reads the queue again and applies."""
+    from lahar.cli.client import LaharClient
+
+    path = tmp_path / "q.yaml"
+    path.write_text("apiVersion: scheduling.volcano.sh/v1beta1\nkind: Queue\nmetadata: {name: rc-raced}\nspec: {weight: 1}\n")
+    assert cli("apply", "-f", str(path)).exit_code == 0
+    replace, raced = LaharClient.replace, []
+
+    def replace_after_another_write(self, document, namespace=None):
+        if not raced:  # another writer changes the queue after this apply read it
+            stored = self.get("Queue", "rc-raced")
+            stored["metadata"]["labels"] = {"touched": "yes"}
+            raced.append(replace(self, stored))
+        return replace(self, document, namespace)
+
+    monkeypatch.setattr(LaharClient, "replace", replace_after_another_write)
+    path.write_text(path.read_text().replace("weight: 1", "weight: 4"))
+    result = cli("apply", "-f", str(path))
+    assert result.exit_code == 0, result.output
+    assert result.stdout.splitlines() == ["queue/rc-raced configured"]
+    stored = json.loads(cli("get", "queue", "rc-raced", "-o", "json").stdout)
+    assert stored["spec"]["weight"] == 4 and stored["metadata"]["labels"] == {"touched": "yes"}
+
+
 def test_apply_again_is_unchanged_and_a_change_is_configured(cli, tmp_path):
     path = tmp_path / "m.yaml"
     path.write_text(MANIFESTS)

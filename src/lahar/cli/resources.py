@@ -18,7 +18,7 @@ from typing import Any, Callable, List, Optional
 
 import typer
 
-from lahar.cli.client import EVENT_KIND, ROUTES, LaharClient, ServerOption, TokenOption, connect
+from lahar.cli.client import EVENT_KIND, ROUTES, LaharClient, ServerError, ServerOption, TokenOption, connect
 from lahar.cli.output import OUTPUT_HELP, Output, age, amount_text, emit, manifest_documents, print_error, reports_errors, resource_text, table
 from lahar.errors import BadRequest, LaharError
 
@@ -95,22 +95,38 @@ def _merged(wanted: dict, stored: dict) -> dict:
     return body
 
 
+# How often ``apply`` reads an object again when it changed between the read and the write
+# (the control loop writes a queue's status whenever its jobs move)
+APPLY_ATTEMPTS = 5
+
+
 def apply_object(client: LaharClient, wanted: dict, namespace: Optional[str] = None) -> str:
-    """Create or update one object; returns ``created``, ``configured`` or ``unchanged``."""
+    """Create or update one object; returns ``created``, ``configured`` or ``unchanged``.
+
+    The update is a compare-and-swap on the version read. When the object changed in between
+    (409 Conflict: usually the control loop writing its status), it is read and compared
+    again, up to ``APPLY_ATTEMPTS`` times: the manifest still says what the object should be."""
     kind, meta = wanted["kind"], wanted.setdefault("metadata", {})
     if ROUTES[kind].namespaced:
         meta["namespace"] = namespace or meta.get("namespace") or "default"
-    stored = client.find(kind, meta["name"], meta.get("namespace")) if meta.get("name") else None
-    if stored is None:
-        created = client.create(wanted, meta.get("namespace"))
-        meta["name"] = created["metadata"]["name"]
-        return "created"
-    if kind == "Node" and not _subset(wanted.get("status") or {}, stored.get("status") or {}):
-        raise LaharError(f'node/{meta["name"]}: the server keeps a node\'s status (allocatable) on update; delete the node and apply it again')
-    if _unchanged(wanted, stored):
-        return "unchanged"
-    client.replace(_merged(wanted, stored), meta.get("namespace"))
-    return "configured"
+    for attempt in range(1, APPLY_ATTEMPTS + 1):
+        stored = client.find(kind, meta["name"], meta.get("namespace")) if meta.get("name") else None
+        if stored is None:
+            created = client.create(wanted, meta.get("namespace"))
+            meta["name"] = created["metadata"]["name"]
+            return "created"
+        if kind == "Node" and not _subset(wanted.get("status") or {}, stored.get("status") or {}):
+            raise LaharError(f'node/{meta["name"]}: the server keeps a node\'s status (allocatable) on update; delete the node and apply it again')
+        if _unchanged(wanted, stored):
+            return "unchanged"
+        try:
+            client.replace(_merged(wanted, stored), meta.get("namespace"))
+        except ServerError as exc:
+            if exc.code != 409 or attempt == APPLY_ATTEMPTS:
+                raise
+            continue
+        return "configured"
+    raise AssertionError("unreachable")
 
 
 APPLY_EPILOG = "Examples:\n\nlahar apply -f cluster.yaml\n\ncat queues.yaml | lahar apply -f -\n\nlahar apply -f examples/seeds/1-weights-split.yaml"
@@ -127,7 +143,8 @@ def apply(
 
     Prints one line per object: queue/x created, configured (changed) or unchanged. Nothing is
     sent when a document cannot be read; an object the server refuses is reported and the
-    others go on (exit code 1 at the end)."""
+    others go on (exit code 1 at the end). An object that changed between its read and its write
+    (the control loop writes a queue's status as its jobs move) is read and compared again."""
     documents = _read_manifests(filenames)
     client = connect(server, token)
     failed = 0
