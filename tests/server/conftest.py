@@ -11,8 +11,10 @@ from lahar.store import open_store
 
 
 class Clock:
-    def __init__(self) -> None:
-        self.now = 1_000_000.0
+    """A clock moved on by hand, from ``now``."""
+
+    def __init__(self, now: float = 1_000_000.0) -> None:
+        self.now = now
 
     def __call__(self) -> float:
         return self.now

@@ -20,19 +20,10 @@ from lahar.scheduler.plugins import PLUGINS, Plugin, register
 from lahar.server.loop import ControlLoop
 from lahar.server.service import ApiService
 from lahar.store import open_store
+from conftest import Clock
 from test_api import job, node, queue
 
 WATCHED = {"Pod", "PodGroup", "Job", "Queue", "Node"}
-
-
-class Clock:
-    """Wall time moved on by hand: the store stamps creation times from the real clock."""
-
-    def __init__(self) -> None:
-        self.now = time.time()
-
-    def __call__(self) -> float:
-        return self.now
 
 
 @pytest.fixture
@@ -45,7 +36,12 @@ def cluster(tmp_path):
 
 def _loop(service: ApiService, config: str | None = None, clock: Clock | None = None) -> ControlLoop:
     conf = load_config(config or default_config_text())
-    return ControlLoop(service, conf, 1.0, clock=clock or Clock())
+    return ControlLoop(service, conf, 1.0, clock=clock or _wall_clock())
+
+
+def _wall_clock() -> Clock:
+    """A hand-moved clock starting at the wall time: the store stamps creation times from it."""
+    return Clock(time.time())
 
 
 def _settle(loop: ControlLoop, ticks: int = 4) -> None:
@@ -151,7 +147,7 @@ def test_a_plugin_that_reads_the_clock_is_quiet_only_until_its_answers_may_chang
     cluster.create(queue("capped", capability={"cpu": "1"}))
     cluster.create(node("n1", cpu="4"))
     cluster.create(job("holder", queue_name="capped"))
-    clock = Clock()
+    clock = _wall_clock()
     loop = _loop(cluster, SLA_CONFIG, clock)
     _settle(loop)
     cluster.create(job("late", queue_name="capped"))
@@ -233,7 +229,7 @@ def test_metrics_count_the_quiet_ticks(tmp_path):
 def test_usage_keeps_counting_through_quiet_ticks_and_sees_the_next_change(cluster):
     cluster.create(node("n1", cpu="4"))
     cluster.create(job("a", cpu="2"))
-    clock = Clock()
+    clock = _wall_clock()
     loop = _loop(cluster, clock=clock)
     _settle(loop)
 
