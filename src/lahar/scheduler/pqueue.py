@@ -9,11 +9,12 @@ rest, and removes the last. ``heapq`` cannot take a comparator, hence this small
 
 from __future__ import annotations
 
-from typing import Callable, Generic, Iterable, TypeVar
+import heapq
+from typing import Any, Callable, Generic, Iterable, TypeVar
 
 T = TypeVar("T")
 
-__all__ = ["PriorityQueue", "pop_order"]
+__all__ = ["PriorityQueue", "KeyedQueue", "pop_order"]
 
 
 class PriorityQueue(Generic[T]):
@@ -73,6 +74,43 @@ class PriorityQueue(Generic[T]):
                 break
             items[i], items[j] = items[j], items[i]
             i = j
+
+
+class KeyedQueue(Generic[T]):
+    """A heap ordered by a key computed when an entry is pushed, with ``PriorityQueue``'s face.
+
+    It pops in the order of a ``PriorityQueue`` whose comparator is ``key(l) < key(r)`` as long
+    as no entry's key changes while it is inside (a popped entry pushed back gets its key
+    anew), and keys are unique: a heap under a strict total order always pops its smallest
+    entry, whatever its layout. The keys are compared in C (``heapq``); they must never be
+    equal, so that the entries themselves are never compared.
+    """
+
+    __slots__ = ("_items", "_key")
+
+    def __init__(self, key: Callable[[T], Any], items: Iterable[T] = ()) -> None:
+        self._key = key
+        self._items: list[tuple[Any, T]] = [(key(item), item) for item in items]
+        heapq.heapify(self._items)
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def empty(self) -> bool:
+        return not self._items
+
+    def push(self, item: T) -> None:
+        heapq.heappush(self._items, (self._key(item), item))
+
+    def pop(self) -> T:
+        return heapq.heappop(self._items)[1]
+
+    def peek(self) -> T:
+        return self._items[0][1]
+
+    def drain(self) -> list[T]:
+        """Every entry, popped in order (the queue is left empty)."""
+        return [self.pop() for _ in range(len(self._items))]
 
 
 def pop_order(less: Callable[[T, T], bool], items: list[T]) -> list[T]:

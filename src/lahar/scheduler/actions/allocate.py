@@ -24,13 +24,15 @@ from lahar.scheduler.api import FitError, FitErrors, JobInfo, NodeInfo, QueueInf
 from lahar.scheduler.columnar import ClassView
 from lahar.scheduler.framework.session import Session
 from lahar.scheduler.framework.statement import Statement
-from lahar.scheduler.pqueue import PriorityQueue, pop_order
+from lahar.scheduler.pqueue import KeyedQueue, PriorityQueue, pop_order
+
+JobHeap = PriorityQueue[JobInfo] | KeyedQueue[JobInfo]
 
 
 def execute(ssn: Session) -> None:
     cache_errors = ssn.action_arguments("allocate").get_bool("predicateErrorCacheEnable", True)
     queues, waiting = _build_context(ssn)
-    jobs_by_queue: dict[str, PriorityQueue[JobInfo]] = {}
+    jobs_by_queue: dict[str, JobHeap] = {}
     worksheets: dict[str, PriorityQueue[TaskInfo]] = {}
     while not queues.empty():
         queue = queues.pop()
@@ -106,10 +108,9 @@ def _build_context(ssn: Session) -> tuple[PriorityQueue[QueueInfo], dict[str, li
     return queues, waiting
 
 
-def _job_heap(ssn: Session, entries: list[tuple[JobInfo, list[TaskInfo]]], worksheets: dict[str, PriorityQueue[TaskInfo]]) -> PriorityQueue[JobInfo]:
-    jobs: PriorityQueue[JobInfo] = PriorityQueue(ssn.job_order_fn)
+def _job_heap(ssn: Session, entries: list[tuple[JobInfo, list[TaskInfo]]], worksheets: dict[str, PriorityQueue[TaskInfo]]) -> JobHeap:
+    jobs = ssn.job_heap(job for job, _ in entries)  # a job changes only while popped
     for job, tasks in entries:
-        jobs.push(job)
         worksheets[job.uid] = PriorityQueue(ssn.task_order_fn, tasks)
     return jobs
 

@@ -15,7 +15,7 @@ from lahar.scheduler.pqueue import PriorityQueue
 
 def execute(ssn: Session) -> None:
     queues: PriorityQueue[QueueInfo] = PriorityQueue(ssn.queue_order_fn)
-    jobs_by_queue: dict[str, PriorityQueue[JobInfo]] = {}
+    waiting: dict[str, list[JobInfo]] = {}
     seen: set[str] = set()
     for job in ssn.jobs.values():
         queue = ssn.queues.get(job.queue)
@@ -28,7 +28,9 @@ def execute(ssn: Session) -> None:
             if ssn.suspended(queue):
                 ssn.note(job.uid, kind="queue-suspended", queue=queue.name)
                 continue
-            jobs_by_queue.setdefault(job.queue, PriorityQueue(ssn.job_order_fn)).push(job)
+            waiting.setdefault(job.queue, []).append(job)
+    # admitting a job changes nothing its order reads (``Session.job_heap``)
+    jobs_by_queue = {name: ssn.job_heap(jobs) for name, jobs in waiting.items()}
     while not queues.empty():
         queue = queues.pop()
         jobs = jobs_by_queue.get(queue.uid)

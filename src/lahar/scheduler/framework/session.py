@@ -20,7 +20,7 @@ import numpy as np
 from lahar.resources import Resource
 from lahar.scheduler.api import FitError, JobInfo, NodeInfo, PredicateError, QueueInfo, StatusCode, TaskInfo, TaskStatus
 from lahar.scheduler.framework.config import Arguments, PluginOption, SchedulerConf, Tier
-from lahar.scheduler.pqueue import PriorityQueue
+from lahar.scheduler.pqueue import KeyedQueue, PriorityQueue
 
 __all__ = ["Session", "Decision", "EventHandler", "PERMIT", "ABSTAIN", "REJECT"]
 
@@ -29,6 +29,7 @@ PERMIT, ABSTAIN, REJECT = 1, 0, -1
 # callback kind -> the plugin flag that enables it (None: always consulted)
 CALLBACK_FLAGS: dict[str, str | None] = {
     "job_order": "job_order",
+    "job_order_key": "job_order",
     "queue_order": "queue_order",
     "victim_queue_order": None,
     "task_order": "task_order",
@@ -181,6 +182,37 @@ class Session:
         if left.creation == right.creation:
             return left.uid < right.uid
         return left.creation < right.creation
+
+    def job_order_key(self) -> Callable[[JobInfo], tuple] | None:
+        """A sort key that orders jobs as ``job_order_fn`` does, or None.
+
+        A plugin may register, beside its ``job_order`` comparator, a ``job_order_key`` whose
+        values compare as the comparator does (``compare(l, r) < 0`` exactly when
+        ``key(l) < key(r)``, 0 exactly when they are equal). When every enabled comparator has
+        one, the tuple of their keys, then creation and uid (``job_order_fn``'s tie-break),
+        orders jobs the same way, and a heap of such tuples pops in the same order as a heap of
+        comparisons while no job in it changes (the uid makes the order total)."""
+        if "job-order-key" in self.memo:
+            return self.memo["job-order-key"]
+        keys = {option.name: fn for _, option, fn in self._enabled("job_order_key")}
+        parts = []
+        for _, option, _ in self._enabled("job_order"):
+            if option.name not in keys:
+                parts = None
+                break
+            parts.append(keys[option.name])
+        key = None if parts is None else _tuple_key(parts)
+        self.memo["job-order-key"] = key
+        return key
+
+    def job_heap(self, jobs: Iterable[JobInfo] = ()) -> "PriorityQueue[JobInfo] | KeyedQueue[JobInfo]":
+        """Jobs in job order, popped as ``PriorityQueue(job_order_fn)`` pops them. For actions
+        in which no job changes while it waits in the heap (allocate, enqueue): with keys
+        (``job_order_key``) each job's place is worked out once, not at every comparison."""
+        key = self.job_order_key()
+        if key is None:
+            return PriorityQueue(self.job_order_fn, jobs)
+        return KeyedQueue(key, jobs)
 
     def queue_order_fn(self, left: QueueInfo, right: QueueInfo) -> bool:
         result = self._first_nonzero("queue_order", left, right)
@@ -524,3 +556,15 @@ def compare_task(left: TaskInfo, right: TaskInfo) -> bool:
             return left.uid < right.uid
         return left.creation < right.creation
     return left.index < right.index
+
+
+def _tuple_key(parts: list[Callable[[JobInfo], Any]]) -> Callable[[JobInfo], tuple]:
+    """The plugins' keys, then creation and uid, as one tuple (the usual two and three plugin
+    cases without a loop: a backlog asks once per job and action)."""
+    if len(parts) == 3:
+        first, second, third = parts
+        return lambda job: (first(job), second(job), third(job), job.creation, job.uid)
+    if len(parts) == 2:
+        first, second = parts
+        return lambda job: (first(job), second(job), job.creation, job.uid)
+    return lambda job: (*[part(job) for part in parts], job.creation, job.uid)

@@ -9,7 +9,13 @@ __all__ = ["Plugin"]
 
 
 class Plugin:
-    """Plugins register callbacks in ``on_session_open``; registering has no other effect."""
+    """Plugins register callbacks in ``on_session_open``; registering has no other effect.
+
+    Some callbacks have an optional companion that lets actions do less work with the same
+    result: ``job_order_key`` beside ``job_order`` (a sort key that compares as the comparator
+    does; ``Session.job_order_key``) and ``preemptable_key`` beside ``preemptable`` (what its
+    answer depends on; ``Session.preemptable_key``). A plugin that registers a comparator or a
+    vote without its companion is always asked the long way."""
 
     name = ""
     # Whether the plugin's answers may depend on the session's time (``ssn.now``). The control

@@ -30,6 +30,7 @@ class DrfPlugin(Plugin):
             self.shares[job.uid] = self._share(allocated)
         ssn.add("preemptable", self.name, self._preemptable)
         ssn.add("job_order", self.name, self._job_order)
+        ssn.add("job_order_key", self.name, lambda job: self.shares.get(job.uid, 0.0))
         ssn.add_event_handler(EventHandler(self._event(ssn, 1), self._event(ssn, -1)))
 
     def _share(self, allocated: Resource) -> float:

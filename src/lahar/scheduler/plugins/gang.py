@@ -42,6 +42,7 @@ class GangPlugin(Plugin):
         # gang's answer depends on the victims' jobs, which change only through evictions
         ssn.add("preemptable_key", self.name, lambda t: ssn.evictions)
         ssn.add("job_order", self.name, _not_ready_first)
+        ssn.add("job_order_key", self.name, JobInfo.is_ready)  # False (not ready) first
         ssn.add("job_ready", self.name, lambda job: job.check_task_ready() and job.is_ready())
         ssn.add(
             "job_pipelined",

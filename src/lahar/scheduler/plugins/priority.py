@@ -23,6 +23,7 @@ class PriorityPlugin(Plugin):
     def on_session_open(self, ssn: Session) -> None:
         ssn.add("task_order", self.name, lambda l, r: _descending(l.priority, r.priority))
         ssn.add("job_order", self.name, lambda l, r: _descending(l.priority, r.priority))
+        ssn.add("job_order_key", self.name, lambda job: -job.priority)
 
         def preemptable(preemptor: TaskInfo, preemptees: list[TaskInfo]):
             preemptor_job = ssn.jobs.get(preemptor.job)

@@ -56,7 +56,12 @@ class SlaPlugin(Plugin):
                 return ABSTAIN
             return PERMIT
 
+        def job_order_key(job: JobInfo) -> tuple[int, float]:
+            wait = waiting_time(job)
+            return (1, 0.0) if wait is None else (0, job.creation + wait)
+
         ssn.add("job_order", self.name, job_order)
+        ssn.add("job_order_key", self.name, job_order_key)
         ssn.add("job_enqueueable", self.name, permitable)
         ssn.add("job_pipelined", self.name, permitable)
 
