@@ -25,11 +25,11 @@ from lahar.scheduler.pqueue import PriorityQueue
 
 def execute(ssn: Session) -> None:
     starving: dict[str, list[JobInfo]] = {}
-    for job in ssn.jobs.values():
-        if job.is_pending() or not ssn.job_valid(job)[0]:
+    for job in ssn.jobs.values():  # pure checks, the cheap ones first
+        if job.is_pending() or not ssn.job_starving(job):
             continue
         queue = ssn.queues.get(job.queue)
-        if queue is None or ssn.suspended(queue) or not ssn.job_starving(job):
+        if queue is None or ssn.suspended(queue) or not ssn.job_valid(job)[0]:
             continue
         starving.setdefault(job.queue, []).append(job)
     queues: PriorityQueue[QueueInfo] = PriorityQueue(ssn.queue_order_fn, [ssn.queues[q] for q in starving])

@@ -107,21 +107,29 @@ def _refused_throughout(ssn: Session, queue: QueueInfo, jobs: list[JobInfo]) -> 
 
 
 def _starving(ssn: Session) -> tuple[PriorityQueue[QueueInfo], dict[str, list[JobInfo]]]:
+    """The valid, admitted, starving jobs of each queue not Suspended, and every queue with a
+    valid admitted job in a heap, pushed in the order of its first such job, as Volcano pushes
+    them (a queue's share may change while it waits in the heap, so which queues it holds, in
+    which order, can decide the order they come out). The checks are pure, so validity, the
+    dearest, is asked only where it decides something: for a starving job, or a job whose queue
+    is not in the heap yet (most jobs of a busy cluster are running in a queue already there)."""
     queues: PriorityQueue[QueueInfo] = PriorityQueue(ssn.queue_order_fn)
     starving: dict[str, list[JobInfo]] = {}
     seen: set[str] = set()
     for job in ssn.jobs.values():
-        if job.is_pending() or not ssn.job_valid(job)[0]:
+        if job.is_pending():
             continue
         queue = ssn.queues.get(job.queue)
         if queue is None:
             continue
+        hungry = ssn.job_starving(job)
+        if (hungry or queue.uid not in seen) and not ssn.job_valid(job)[0]:
+            continue
         if queue.uid not in seen:
             seen.add(queue.uid)
             queues.push(queue)
-        if ssn.suspended(queue) or not ssn.job_starving(job):
-            continue
-        starving.setdefault(job.queue, []).append(job)
+        if hungry and not ssn.suspended(queue):
+            starving.setdefault(job.queue, []).append(job)
     return queues, starving
 
 

@@ -1,0 +1,69 @@
+"""preempt and reclaim find their starving jobs with the cheap checks first (validity, the dearest,
+only where it decides something). The checks are pure, so the jobs found, and for reclaim the
+queue heap (which queues it holds and in which layout: a queue's share may change while it waits
+there), must come out exactly as Volcano's order of checks gives them."""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from lahar.scheduler.actions import reclaim
+from lahar.scheduler.cache import ClusterState
+from lahar.scheduler.cycle import open_session
+from lahar.scheduler.framework.config import default_config_text, load_config
+from lahar.scheduler.pqueue import PriorityQueue
+from tests.builders import node, pod, podgroup, queue
+
+QUEUES = ["a", "b", "c"]
+# one job: (queue, podgroup phase, tasks, running tasks, min member)
+job_shape = st.tuples(st.sampled_from(QUEUES), st.sampled_from(["Pending", "Inqueue", "Running"]), st.integers(1, 3), st.integers(0, 3), st.integers(1, 4))
+
+
+def _session(shapes: list[tuple], suspended: str | None):
+    objects: list = [node("n0", cpu=1000, memory="1Ti")]
+    objects += [queue(name).state("Suspended" if name == suspended else "Open").build() for name in QUEUES]
+    for n, (queue_name, phase, tasks, running, min_member) in enumerate(shapes):
+        objects.append(podgroup(f"j{n}").queue(queue_name).min_member(min_member).phase(phase).build())
+        for t in range(tasks):
+            built = pod(f"j{n}-{t}").group(f"j{n}").requests(cpu=1, memory="1Gi")
+            objects.append((built.on("n0") if t < running else built).build())
+    return open_session(ClusterState.from_objects(objects), load_config(default_config_text()), now=100.0)
+
+
+def _volcano_order(ssn) -> tuple[PriorityQueue, dict]:
+    """Reclaim's starving jobs with Volcano's checks in Volcano's order."""
+    queues: PriorityQueue = PriorityQueue(ssn.queue_order_fn)
+    starving: dict[str, list] = {}
+    seen: set[str] = set()
+    for job in ssn.jobs.values():
+        if job.is_pending() or not ssn.job_valid(job)[0]:
+            continue
+        found = ssn.queues.get(job.queue)
+        if found is None:
+            continue
+        if found.uid not in seen:
+            seen.add(found.uid)
+            queues.push(found)
+        if ssn.suspended(found) or not ssn.job_starving(job):
+            continue
+        starving.setdefault(job.queue, []).append(job)
+    return queues, starving
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(job_shape, min_size=1, max_size=10), st.sampled_from([None, *QUEUES]))
+def test_reclaim_finds_the_same_jobs_and_builds_the_same_queue_heap(shapes, suspended):
+    ssn = _session(shapes, suspended)
+    queues, starving = reclaim._starving(ssn)
+    expected_queues, expected = _volcano_order(ssn)
+    assert [q.name for q in queues._items] == [q.name for q in expected_queues._items]  # the heap's layout
+    assert {name: [j.uid for j in jobs] for name, jobs in starving.items()} == {name: [j.uid for j in jobs] for name, jobs in expected.items()}
+
+
+def test_a_queue_with_only_running_jobs_is_in_reclaims_heap():
+    """Volcano pushes every queue with a valid admitted job, starving or not."""
+    ssn = _session([("a", "Running", 1, 1, 1), ("b", "Inqueue", 2, 0, 2)], None)
+    queues, starving = reclaim._starving(ssn)
+    assert sorted(q.name for q in queues._items) == ["a", "b"]
+    assert list(starving) == ["b"]
