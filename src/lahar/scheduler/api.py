@@ -262,6 +262,7 @@ class JobInfo:
         self.creation = creation
         self.podgroup = podgroup
         self.phase: str = (podgroup.status.phase if podgroup is not None else "") or ""
+        self._read_podgroup_spec()
         self.min_resources = min_resources
         self.preemptable = preemptable
         self.tasks: dict[str, TaskInfo] = {}
@@ -275,6 +276,21 @@ class JobInfo:
         self.job_fit_errors = ""
         self.conditions: list[dict[str, Any]] = []
         self.reason: dict[str, Any] | None = None  # Lahar: structured why-pending, set at close
+
+    def _read_podgroup_spec(self) -> None:
+        """The podgroup's minMember and the names its minResources lists, read once: every cycle
+        asks them of every job, and by then the podgroup is an object far away in memory."""
+        podgroup = self.podgroup
+        self.min_member = podgroup.spec.min_member if podgroup is not None else self.min_available
+        listed = podgroup.spec.min_resources if podgroup is not None else None
+        self.min_resource_names: tuple[str, ...] | None = tuple(listed) if listed is not None else None
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        """Unpickling (a replay saved by ``bench/checkpoint.py``): a job saved before the fields
+        read from its podgroup existed gets them."""
+        self.__dict__.update(state)
+        if "min_member" not in state:
+            self._read_podgroup_spec()
 
     # ----------------------------------------------------------------- membership
 

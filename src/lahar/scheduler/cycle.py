@@ -164,7 +164,7 @@ def podgroup_phase(job: JobInfo, unschedulable: bool) -> str:
                 completed += len(tasks)
         elif status is TaskStatus.RELEASING:
             scheduled += sum(1 for t in tasks.values() if t.node_name)
-    minimum = job.podgroup.spec.min_member if job.podgroup is not None else job.min_available
+    minimum = job.min_member  # the podgroup's minMember (minAvailable without a podgroup)
     if scheduled >= minimum:
         return "Completed" if scheduled == completed else "Running"
     if job.phase != "Inqueue":

@@ -123,5 +123,5 @@ def skip_unschedulable_for_releasing(job: JobInfo) -> bool:
     if releasing == 0 or job.count(TaskStatus.PENDING) or job.count(TaskStatus.PIPELINED):
         return False
     scheduled = sum(len(tasks) for status, tasks in job.status_index.items() if scheduled_status(status))
-    minimum = job.podgroup.spec.min_member if job.podgroup is not None else job.min_available
+    minimum = job.min_member  # the podgroup's minMember (minAvailable without a podgroup)
     return scheduled + releasing >= minimum

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from lahar.resources import MAX_FLOAT, MIN_RESOURCE, Dim, Resource, share
-from lahar.scheduler.api import JobInfo, TaskStatus, allocated_status
+from lahar.scheduler.api import JobInfo, TaskStatus
 from lahar.scheduler.framework.config import Arguments
 
 __all__ = ["QueueAttr", "add_inqueue", "add_job", "admits", "schedulable_states", "update_share"]
@@ -105,17 +105,18 @@ def add_inqueue(total: Resource, job: JobInfo) -> None:
     at least minMember tasks allocated): per dimension named there, ``max(min - allocated, 0)``
     (Volcano's GetInqueueResource; a scalar the job holds none of reserves its whole minimum).
     A job whose podgroup sets no minResources reserves nothing."""
-    if job.podgroup is None or job.podgroup.spec.min_resources is None:
+    names = job.min_resource_names  # the podgroup's minResources, as listed there
+    if names is None:
         return
     if job.phase != "Inqueue":
         if job.phase != "Running":
             return
-        allocated_tasks = sum(len(t) for s, t in job.status_index.items() if allocated_status(s))
-        if allocated_tasks < job.podgroup.spec.min_member:
+        # tasks in an allocated status: the ready ones (JobInfo keeps their count) less the succeeded
+        if job.ready_task_num() - job.count(TaskStatus.SUCCEEDED) < job.min_member:
             return
     allocated, minimum = job.allocated, job.min_resources
     held = allocated.scalars or {}
-    for name in job.podgroup.spec.min_resources:
+    for name in names:
         reserved = minimum.get(name) if minimum is not None else 0.0
         if name == "cpu":
             if reserved - allocated.milli_cpu > 0:

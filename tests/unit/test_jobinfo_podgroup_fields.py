@@ -1,0 +1,34 @@
+"""``JobInfo`` reads its podgroup's minMember and the names of its minResources once, when built
+(every cycle asks them of every job); a job pickled before those fields existed gets them back."""
+
+from __future__ import annotations
+
+import pickle
+
+from lahar.scheduler.api import JobInfo
+from lahar.scheduler.cache import job_from_podgroup
+from tests.builders import podgroup
+
+
+def test_the_fields_come_from_the_podgroup():
+    group = podgroup("j").queue("q").min_member(3).min_resources(cpu=2, gpu=1).build()
+    job = job_from_podgroup(group, {})
+    assert job.min_member == 3
+    assert job.min_resource_names == ("cpu", "nvidia.com/gpu")
+
+
+def test_without_a_podgroup_or_min_resources():
+    bare = JobInfo("ns/j", "j", "ns", "q", min_available=2)
+    assert (bare.min_member, bare.min_resource_names) == (2, None)
+    group = podgroup("j").queue("q").min_member(1).build()
+    assert job_from_podgroup(group, {}).min_resource_names is None
+
+
+def test_a_job_pickled_without_the_fields_gets_them():
+    job = job_from_podgroup(podgroup("j").queue("q").min_member(2).min_resources(cpu=1).build(), {})
+    state = dict(job.__dict__)
+    del state["min_member"], state["min_resource_names"]  # as saved by an older version
+    old = JobInfo.__new__(JobInfo)
+    old.__dict__.update(state)
+    restored = pickle.loads(pickle.dumps(old))
+    assert (restored.min_member, restored.min_resource_names) == (2, ("cpu",))
