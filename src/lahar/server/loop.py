@@ -203,8 +203,12 @@ class StoreWorld(World):
             group = self.podgroups.get(uid)
             if group is None:
                 continue
+            seen = self._reasons_seen.get(uid)
+            if seen is not None and seen[0] is group and seen[1] == outcome.reason:
+                continue  # found written before, and neither the podgroup nor the reason changed
             text = json.dumps(outcome.reason, sort_keys=True) if outcome.reason else None
             if group.metadata.annotations.get(REASON_ANNOTATION) == text:
+                self._reasons_seen[uid] = (group, outcome.reason)
                 continue
             if now is not None:  # the reason changed: an event if its kind did
                 self.event_log.reason(uid, outcome.queue, pending_reason(group), outcome.reason, now)

@@ -60,12 +60,21 @@ class World:
     live: LiveView = field(default_factory=LiveView)
     _ends: list = field(default_factory=list)  # heap of (end time, pod key) of running tasks
     _statuses_seen: dict = field(default_factory=dict)  # vcjob key -> (job, outcome figures) found up to date
+    _phases_seen: dict = field(default_factory=dict)  # podgroup key -> (podgroup, phase, running) found up to date
+    _reasons_seen: dict = field(default_factory=dict)  # podgroup key -> (podgroup, reason) found written
     changes: int = 0  # objects taken in or let go so far: the same count means the same world
 
     def __post_init__(self) -> None:
         if not self.raw:
             for name in (ROOT, DEFAULT):
                 self._store(builtin_queue(name))
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        """Unpickling (a replay saved by ``bench/checkpoint.py``): memos an older version did not
+        keep start empty."""
+        self.__dict__.update(state)
+        for memo in ("_phases_seen", "_reasons_seen"):
+            self.__dict__.setdefault(memo, {})
 
     # ----------------------------------------------------------------- views
 
@@ -156,6 +165,9 @@ class World:
         for kind, table in self._tables().items():
             if isinstance(obj, kind):
                 table.pop(obj.key, None)
+        if isinstance(obj, (PodGroup, Job)):  # the memos of what was found up to date hold the last object
+            for memo in (self._statuses_seen, self._phases_seen, self._reasons_seen):
+                memo.pop(obj.key, None)
         self.live.remove(obj)
         self.started.pop(obj.key, None)
         self.cache.remove(obj)
@@ -229,13 +241,24 @@ class World:
             group = self.podgroups.get(uid)
             if group is None:
                 continue
-            if group.status.phase != outcome.phase or group.status.running != outcome.running:
-                counts = {"running": outcome.running, "succeeded": outcome.succeeded, "failed": outcome.failed}
-                status = group.status.model_copy(update={"phase": outcome.phase, **counts})
-                self._store(group.model_copy(update={"status": status}))
+            self._podgroup_status(uid, group, outcome)
             job = self.jobs.get(uid)
             if job is not None:
                 self._job_status(uid, job, outcome)
+
+    def _podgroup_status(self, key: str, group: PodGroup, outcome: Any) -> None:
+        """A podgroup's phase and pod counts as the cycle found them. A podgroup found up to date
+        stays so until it or its figures change (an object is replaced, never changed in place):
+        every running job, every cycle, without reading the podgroup itself again."""
+        seen = self._phases_seen.get(key)
+        if seen is not None and seen[0] is group and seen[1] == outcome.phase and seen[2] == outcome.running:
+            return
+        if group.status.phase == outcome.phase and group.status.running == outcome.running:
+            self._phases_seen[key] = (group, outcome.phase, outcome.running)
+            return
+        counts = {"running": outcome.running, "succeeded": outcome.succeeded, "failed": outcome.failed}
+        status = group.status.model_copy(update={"phase": outcome.phase, **counts})
+        self._store(group.model_copy(update={"status": status}))
 
     def _job_status(self, key: str, job: Job, outcome: Any) -> None:
         """A vcjob's status follows its podgroup: phase and pod counts (as ``vcctl job list`` shows).
