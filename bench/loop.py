@@ -2,6 +2,7 @@
 
     python bench/loop.py --jobs 3000
     python bench/loop.py --jobs 3000 --profile 2>profile.txt
+    python bench/loop.py --jobs 6000 --save running.pkl   # then: bench/pair.py running.pkl --variants ...
 
 Builds an ``ApiService`` over a fresh SQLite file in a temporary folder and a ``ControlLoop`` on
 a virtual clock, enough nodes for every pod, then submits one-pod vcjobs through the service
@@ -20,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import pickle
 import statistics
 import sys
 import tempfile
@@ -47,7 +49,7 @@ def job(name: str) -> dict:
     }
 
 
-def run(jobs: int, per_tick: int, folder: Path, plain_gc: bool = False) -> dict:
+def run(jobs: int, per_tick: int, folder: Path, plain_gc: bool = False, save: str | None = None) -> dict:
     store = open_store(f"sqlite:///{folder / 'lahar.db'}")
     service = ApiService(store)
     for n in range(jobs // NODE_PODS + 1):
@@ -71,6 +73,10 @@ def run(jobs: int, per_tick: int, folder: Path, plain_gc: bool = False) -> dict:
     loop.skip_quiet_cycles = False
     idle = _tick_times(loop, 5)  # the same ticks running their cycle: what it costs for the jobs already running
     parts = session_parts(loop)
+    if save:  # the cluster with every job running, for bench/pair.py
+        sys.setrecursionlimit(100_000)  # pickling the cluster's object graph goes deep
+        with open(save, "wb") as out:
+            pickle.dump((loop.world.cache, loop.conf), out, protocol=pickle.HIGHEST_PROTOCOL)
     bound = sum(1 for pod in store.list("Pod")[0] if pod["spec"].get("nodeName"))
     store.close()
     return {
@@ -121,6 +127,7 @@ def main() -> None:
     parser.add_argument("--per-tick", type=int, default=150, help="jobs submitted between two ticks")
     parser.add_argument("--profile", action="store_true", help="pyinstrument profile on stderr")
     parser.add_argument("--plain-gc", action="store_true", help="Python's own garbage collection instead of the server's HeapCollector")
+    parser.add_argument("--save", metavar="FILE", help="pickle the cluster (every job running) to FILE for bench/pair.py")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as folder:
         if args.profile:
@@ -128,7 +135,7 @@ def main() -> None:
 
             profiler = Profiler(interval=0.002)
             profiler.start()
-        result = run(args.jobs, args.per_tick, Path(folder), args.plain_gc)
+        result = run(args.jobs, args.per_tick, Path(folder), args.plain_gc, args.save)
         if args.profile:
             profiler.stop()
             print(profiler.output_text(unicode=False, color=False), file=sys.stderr)

@@ -2,6 +2,7 @@
 
     python bench/pair.py backlog.pkl --cycles 200                          # A/A: the harness's own noise
     python bench/pair.py backlog.pkl --cycles 200 --variants my_variants   # old against new
+    python bench/pair.py running.pkl --cycles 30 --variants my_variants    # a cluster saved by loop.py --save
 
 On a shared machine whole runs move by 10 to 30% from one minute to the next, more than most
 changes worth making. Here both versions run in the same process at the same time: two copies of
@@ -10,6 +11,12 @@ step, the old functions on one copy and the new on the other. Both versions must
 (check with ``checkpoint.py run``: same digest), so a copy may run either version: the versions
 trade copies every cycle and take turns going first, which cancels what one copy costs more than
 the other (measured: 13% between the first and the second copy loaded).
+
+A file saved by ``bench/loop.py --save`` holds a cluster instead (the control loop's, every job
+running): the same cycle is then run on it ``--cycles`` times per version, alternately and taking
+turns going first (nothing is applied, so every cycle meets the same cluster), and the medians
+of the two versions' CPU per cycle are printed with their ratio. That is the part of every busy
+server tick that grows with the running jobs.
 
 ``--variants MODULE`` names an importable module (``PYTHONPATH``) defining ``OLD`` and ``NEW``,
 two tuples of functions, and ``use(functions)``, which installs one tuple (assigns class
@@ -35,11 +42,13 @@ import gc
 import importlib
 import json
 import pickle
+import statistics
 import sys
 import time
 from types import SimpleNamespace
 
-from lahar.scheduler.cycle import paused_gc
+from lahar.scheduler.cache import ClusterState
+from lahar.scheduler.cycle import paused_gc, run_cycle
 
 sys.setrecursionlimit(100_000)  # unpickling the cluster's object graph goes deep
 
@@ -78,9 +87,34 @@ def pair(path: str, cycles: int, variants: SimpleNamespace) -> dict:
     }
 
 
+def pair_cluster(saved: tuple, cycles: int, variants: SimpleNamespace) -> dict:
+    """The same cycle on one saved cluster, old and new alternately: medians of CPU ms."""
+    state, conf = saved
+    times: dict[str, list[float]] = {"old": [], "new": []}
+    with paused_gc():
+        for step in range(cycles):
+            for version in ("old", "new") if step % 2 == 0 else ("new", "old"):
+                variants.use(variants.OLD if version == "old" else variants.NEW)
+                started = time.process_time()
+                run_cycle(state, conf, 0.0, uid=f"pair-{step}")
+                times[version].append(time.process_time() - started)
+            if step % 8 == 7:
+                gc.collect(1)
+    variants.use(variants.NEW)
+    old, new = statistics.median(times["old"]), statistics.median(times["new"])
+    return {
+        "bench": "pair-cluster",
+        "cycles": cycles,
+        "jobs": len(state.jobs),
+        "old_cycle_cpu_ms": round(1000 * old, 2),
+        "new_cycle_cpu_ms": round(1000 * new, 2),
+        "ratio_new_to_old": round(new / old, 3) if old else None,
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("file", help="a replay saved by checkpoint.py save")
+    parser.add_argument("file", help="a replay saved by checkpoint.py save, or a cluster saved by loop.py --save")
     parser.add_argument("--cycles", type=int, default=200)
     parser.add_argument("--variants", default=None, help="module defining OLD, NEW and use(functions) (default: the code as it is, on both sides)")
     args = parser.parse_args()
@@ -91,7 +125,12 @@ def main() -> None:
     for name in ("OLD", "NEW", "use"):
         if not hasattr(variants, name):
             sys.exit(f"--variants {args.variants}: the module defines no {name}")
-    print(json.dumps(pair(args.file, max(args.cycles, 1), variants)))
+    with open(args.file, "rb") as source:
+        saved = pickle.load(source)
+    if isinstance(saved, tuple) and saved and isinstance(saved[0], ClusterState):
+        print(json.dumps(pair_cluster(saved, max(args.cycles, 1), variants)))
+    else:
+        print(json.dumps(pair(args.file, max(args.cycles, 1), variants)))
 
 
 if __name__ == "__main__":

@@ -59,3 +59,23 @@ def test_both_versions_run_on_both_copies_and_the_copies_stay_in_step(tmp_path, 
     # or (old on copy 1, new on copy 0), and which side goes first alternates every two steps
     firsts = [steps[2 * step] for step in range(8)]
     assert firsts == ["old", "old", "new", "new", "old", "old", "new", "new"]
+
+
+def test_a_saved_cluster_runs_the_same_cycle_for_each_version_in_turn(tmp_path, monkeypatch):
+    """A cluster saved by ``loop.py --save``: each version runs the cycle as often as the other,
+    taking turns going first, on a cluster that no cycle changes."""
+    workload = build_workload(f"philly:{ROOT / 'tests' / 'data' / 'traces' / 'philly-head.csv'}", limit=20)
+    workload.nodes = parse_cluster(["2 x cpu=64,memory=512Gi,gpu=8"])
+    objects, _ = workload.objects(None)
+    sim = Simulation(objects, load_config(default_config_text()), period=1.0)
+    sim.run_cycles(3)
+    saved = (sim.world.cache, sim.conf)
+    jobs_before = {uid: (job.phase, job.changes) for uid, job in sim.world.cache.jobs.items()}
+    installed: list[str] = []
+    variants = SimpleNamespace(OLD=("old",), NEW=("new",), use=lambda functions: installed.append(functions[0]))
+    result = _bench_pair().pair_cluster(saved, 6, variants)
+    steps = installed[:-1]
+    assert steps == ["old", "new", "new", "old"] * 3
+    assert result["jobs"] == len(sim.world.cache.jobs) > 0
+    assert result["old_cycle_cpu_ms"] > 0 and result["new_cycle_cpu_ms"] > 0
+    assert {uid: (job.phase, job.changes) for uid, job in sim.world.cache.jobs.items()} == jobs_before
