@@ -159,6 +159,18 @@ class Session:
         self._enabled_cache[kind] = found
         return found
 
+    def _companions(self, kind: str, companion: str) -> list[Callable] | None:
+        """The ``companion`` callback of every enabled ``kind`` callback, in the same order (a
+        key beside a comparator or a vote: see ``Plugin``); None when one of them has none."""
+        registered = {option.name: fn for _, option, fn in self._enabled(companion)}
+        found = []
+        for _, option, _ in self._enabled(kind):
+            fn = registered.get(option.name)
+            if fn is None:
+                return None
+            found.append(fn)
+        return found
+
     def note(self, key: str, **entry: Any) -> None:
         """Record a reason why ``key`` (a job uid or ``queue/<name>``) did not progress."""
         self.notes.setdefault(key, []).append(entry)
@@ -194,13 +206,7 @@ class Session:
         comparisons while no job in it changes (the uid makes the order total)."""
         if "job-order-key" in self.memo:
             return self.memo["job-order-key"]
-        keys = {option.name: fn for _, option, fn in self._enabled("job_order_key")}
-        parts = []
-        for _, option, _ in self._enabled("job_order"):
-            if option.name not in keys:
-                parts = None
-                break
-            parts.append(keys[option.name])
+        parts = self._companions("job_order", "job_order_key")
         key = None if parts is None else _tuple_key(parts)
         self.memo["job-order-key"] = key
         return key
@@ -367,13 +373,8 @@ class Session:
     def preemptable_key(self, preemptor: TaskInfo) -> tuple | None:
         """What every enabled Preemptable answer depends on, besides the candidates: equal keys
         and equal candidates give equal victims. None when some plugin declares no key."""
-        keys = {option.name: fn for _, option, fn in self._enabled("preemptable_key")}
-        parts = []
-        for _, option, _ in self._enabled("preemptable"):
-            if option.name not in keys:
-                return None
-            parts.append(keys[option.name](preemptor))
-        return tuple(parts)
+        keys = self._companions("preemptable", "preemptable_key")
+        return None if keys is None else tuple([key(preemptor) for key in keys])
 
     def build_victims_queue(self, victims: Iterable[TaskInfo], preemptor: TaskInfo) -> PriorityQueue[TaskInfo]:
         """Victims in eviction order: the least important first (Volcano's BuildVictimsPriorityQueue)."""
