@@ -560,12 +560,5 @@ def compare_task(left: TaskInfo, right: TaskInfo) -> bool:
 
 
 def _tuple_key(parts: list[Callable[[JobInfo], Any]]) -> Callable[[JobInfo], tuple]:
-    """The plugins' keys, then creation and uid, as one tuple (the usual two and three plugin
-    cases without a loop: a backlog asks once per job and action)."""
-    if len(parts) == 3:
-        first, second, third = parts
-        return lambda job: (first(job), second(job), third(job), job.creation, job.uid)
-    if len(parts) == 2:
-        first, second = parts
-        return lambda job: (first(job), second(job), job.creation, job.uid)
+    """The plugins' keys, then creation and uid, as one tuple."""
     return lambda job: (*[part(job) for part in parts], job.creation, job.uid)
