@@ -9,6 +9,7 @@ them is what the rest of Lahar may rely on.
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import json
 import os
@@ -223,6 +224,40 @@ def test_update_without_version_is_unconditional_and_keeps_identity(store):
     assert written["metadata"]["creationTimestamp"] == first["metadata"]["creationTimestamp"]
     with pytest.raises(NotFound):
         store.update(queue("ghost"))
+
+
+def test_owned_writes_are_the_same_writes(store):
+    """``owned``: the store may keep the caller's dict instead of a copy (the control loop's
+    writes); what is stored, returned, refused and watched is what a plain write gives."""
+    mine = queue("a")
+    created = store.create(mine, owned=True)
+    assert uuid.UUID(created["metadata"]["uid"]).version == 4
+    assert created["metadata"]["resourceVersion"] == str(store.current_version())
+    assert store.get("Queue", "a") == created
+    first = copy.deepcopy(created)
+    with pytest.raises(AlreadyExists):
+        store.create(queue("a"), owned=True)
+
+    newer = copy.deepcopy(first)
+    newer["spec"]["weight"] = 2
+    second = store.update(newer, owned=True)  # at the version read: compared, nothing read back
+    assert rv(second) == rv(first) + 1
+    assert second["metadata"]["uid"] == first["metadata"]["uid"]
+    assert store.get("Queue", "a") == second
+    stale = copy.deepcopy(first)
+    stale["spec"]["weight"] = 3
+    with pytest.raises(Conflict, match=rf"resourceVersion {rv(first)}.*now at {rv(second)}"):
+        store.update(stale, owned=True)
+    assert store.get("Queue", "a") == second
+    with pytest.raises(NotFound):
+        store.update({**queue("ghost"), "metadata": {"name": "ghost", "resourceVersion": "1"}}, owned=True)
+
+    blind = store.update(queue("a", weight=4), owned=True)  # no version: over what is stored
+    assert blind["metadata"]["uid"] == first["metadata"]["uid"]
+    assert blind["metadata"]["creationTimestamp"] == first["metadata"]["creationTimestamp"]
+    assert [(e.type, e.object["spec"]["weight"]) for e in store.watch(0)] == [
+        ("ADDED", 1), ("MODIFIED", 2), ("MODIFIED", 4)
+    ]
 
 
 def test_delete(store):
@@ -449,34 +484,35 @@ def test_concurrent_writers_lose_no_update(store):
 # ----------------------------------------------------------------- the double agrees with SQL
 
 _NAMES = st.sampled_from(["a", "b", "c"])
+_VERSIONS = st.sampled_from([None, "stale", "fresh"])
 _OPS = st.lists(
     st.one_of(
-        st.tuples(st.just("create"), _NAMES, st.integers(1, 3)),
-        st.tuples(
-            st.just("update"), _NAMES, st.integers(1, 3), st.sampled_from([None, "stale", "fresh"])
-        ),
-        st.tuples(st.just("delete"), _NAMES, st.sampled_from([None, "stale", "fresh"])),
+        st.tuples(st.just("create"), _NAMES, st.integers(1, 3), st.just(None), st.booleans()),
+        st.tuples(st.just("update"), _NAMES, st.integers(1, 3), _VERSIONS, st.booleans()),
+        st.tuples(st.just("delete"), _NAMES, st.just(0), _VERSIONS, st.just(False)),
     ),
     max_size=15,
 )
 
 
 def _apply(store, op) -> object:
-    """One client call; the outcome with the random uid left out."""
-    verb, name = op[0], op[1]
-    version = {None: None, "stale": "1"}.get(op[-1], None)
-    if op[-1] == "fresh":
-        try:
-            version = store.get("Queue", name)["metadata"]["resourceVersion"]
-        except NotFound:
-            version = None
+    """One client call; the outcome with the random uid left out. An owned update carries the
+    uid and creation time of the object it read, as ``Store.update`` asks of its caller."""
+    verb, name, weight, which, owned = op
+    try:
+        read = store.get("Queue", name)["metadata"]
+    except NotFound:
+        read = {}
+    version = {"stale": "1", "fresh": read.get("resourceVersion")}.get(which)
     try:
         if verb == "create":
-            out = store.create(queue(name, op[2]))
+            out = store.create(queue(name, weight), owned=owned)
         elif verb == "update":
-            body = queue(name, op[2])
+            body = queue(name, weight)
             body["metadata"]["resourceVersion"] = version
-            out = store.update(body)
+            if owned:
+                body["metadata"].update({k: read[k] for k in ("uid", "creationTimestamp") if k in read})
+            out = store.update(body, owned=owned)
         else:
             out = store.delete("Queue", name, version)
     except (NotFound, AlreadyExists, Conflict) as exc:

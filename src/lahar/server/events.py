@@ -77,7 +77,8 @@ class EventLog:
                 "reason": reason,
                 "message": message,
                 "timestamp": self.clock() if now is None else now,
-            }
+            },
+            owned=True,
         )
 
     def queue_events(self, events: Iterable[Any], now: float | None = None) -> None:

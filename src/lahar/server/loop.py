@@ -50,6 +50,9 @@ __all__ = ["StoreWorld", "ControlLoop", "REASON_ANNOTATION"]
 
 log = logging.getLogger("lahar.loop")
 REASON_ANNOTATION = "lahar.dev/pending-reason"
+# metadata a store fills in (wire name, field name): on create all of them, on update the version
+_STAMPED = (("name", "name"), ("namespace", "namespace"), ("uid", "uid"), ("creationTimestamp", "creation_timestamp"), ("resourceVersion", "resource_version"))
+_KEPT_BY_UPDATE = (("uid", "uid"), ("creationTimestamp", "creation_timestamp"), ("namespace", "namespace"))
 _WATCHED = ("PriorityClass", "Queue", "Node", "Job", "PodGroup", "Pod", "Command")
 
 
@@ -112,29 +115,49 @@ class StoreWorld(World):
         """Write to the store, then take the stored object in (with its new resource version).
 
         ``obj`` is the caller's own copy (its parts may be shared with the object it replaces,
-        never changed in place): when the store kept it exactly as given (an update of an
-        object read from the store), it is taken in as it is, with its new resource version,
-        not parsed back."""
+        never changed in place). Its dump is handed to the store, which stamps it and keeps it
+        (no copy): an update of an object this world holds names the version the world holds,
+        so the store compares versions instead of reading the stored object back (when another
+        writer changed it since, the write goes through as before, over whatever is stored).
+        The written object is then taken in as ``obj`` with the metadata the store stamped
+        (uid, creation time, version), not parsed back."""
         body = obj.dump()
         body["metadata"].pop("resourceVersion", None)
         table = next((t for kind, t in self._tables().items() if isinstance(obj, kind)), None)
-        if table is not None and obj.key not in table:  # new here (a job's podgroup and pods): create first
+        held = table.get(obj.key) if table is not None else None
+        if table is not None and held is None:  # new here (a job's podgroup and pods): create first
             try:
-                written = self.service.store.create(body)
+                written = self.service.store.create(body, owned=True)
             except AlreadyExists:
                 written = self.service.update_status(body)
         else:
-            try:
-                written = self.service.update_status(body)
-            except NotFound:
-                written = self.service.store.create(body)
-        version = written["metadata"].get("resourceVersion")
-        body["metadata"]["resourceVersion"] = version
-        if written == body:  # stored as given (the usual update): keep the object, not a re-parse of it
-            obj.metadata = obj.metadata.model_copy(update={"resource_version": version})  # may be shared
+            written = self._replace(body, held)
+        if _only_stamped(written, body):  # stored as given, but for the metadata the store fills in
+            stamped = written["metadata"]
+            changes = {field: stamped.get(wire) for wire, field in _STAMPED if getattr(obj.metadata, field) != stamped.get(wire)}
+            obj.metadata = obj.metadata.model_copy(update=changes)  # may be shared: not changed in place
             self.ingest(obj)
         else:
             self._ingest_document(obj.kind, written)
+
+    def _replace(self, body: dict, held: ApiObject | None) -> dict:
+        """Write ``body`` over the stored object: at the version this world holds (``held``),
+        else over whatever is stored, or as a new object if none is."""
+        if held is not None and held.metadata.resource_version:
+            meta, known = body["metadata"], held.metadata
+            for wire, field in _KEPT_BY_UPDATE:  # what an update keeps of the stored object
+                value = getattr(known, field)
+                if value is not None:
+                    meta[wire] = value
+            meta["resourceVersion"] = known.resource_version
+            try:
+                return self.service.update_status(body, owned=True)
+            except (Conflict, NotFound):
+                del meta["resourceVersion"]
+        try:
+            return self.service.update_status(body, owned=True)
+        except NotFound:
+            return self.service.store.create(body, owned=True)
 
     def _apply_queue_changes(self, queues, events, now: float) -> None:
         for queue in queues:
@@ -231,6 +254,16 @@ class StoreWorld(World):
                 updated = queue.model_copy(deep=True)
                 updated.status.allocated = quantities
                 self._store(updated)
+
+
+def _only_stamped(written: dict, body: dict) -> bool:
+    """Whether the store wrote ``body`` as given but for the metadata it fills in (``_STAMPED``):
+    always so when it kept ``body`` itself."""
+    if written is body:
+        return True
+    stamped = written.get("metadata") or {}
+    expected = {**body["metadata"], **{wire: stamped[wire] for wire, _ in _STAMPED if wire in stamped}}
+    return written == {**body, "metadata": expected}
 
 
 def _condition(condition: dict[str, Any]):

@@ -107,7 +107,7 @@ class ApiService:
             view = self.view()
             self.access.create(who, obj)
             admitted = admit_create(obj, view)
-            created = self.store.create(admitted.dump())
+            created = self.store.create(admitted.dump(), owned=True)
             self.audit(who, "create", created)
             return created
 
@@ -146,10 +146,11 @@ class ApiService:
                 meta["resourceVersion"] = stored["metadata"].get("resourceVersion")
             return self.update(merged, stored["metadata"].get("namespace"), who)
 
-    def update_status(self, document: dict) -> dict:
-        """Write an object whole, status included (controllers and the scheduler only)."""
+    def update_status(self, document: dict, owned: bool = False) -> dict:
+        """Write an object whole, status included (controllers and the scheduler only);
+        ``owned`` as for ``Store.update``."""
         with self.lock:
-            return self.store.update(document)
+            return self.store.update(document, owned)
 
     def delete(self, kind: str, key: str, who: Principal | None = None) -> dict:
         with self.lock, self.store.batch():  # a queue goes with its descendants, a vcjob with its pods, or nothing goes
@@ -238,7 +239,6 @@ class ApiService:
         event = {
             "apiVersion": "lahar.dev/v1alpha1",
             "kind": EVENT_KIND,
-            "metadata": {"generateName": "audit-"},
             "involvedObject": {"kind": obj.get("kind"), "name": name},
             "type": "Audit",
             "reason": verb,
@@ -248,7 +248,7 @@ class ApiService:
         }
         for attempt in range(4):  # a generated name can collide (5 random characters; ~3 per 20,000 events): draw again
             try:
-                self.store.create(event)
+                self.store.create({**event, "metadata": {"generateName": "audit-"}}, owned=True)  # a name drawn afresh
                 return
             except AlreadyExists:
                 if attempt == 3:

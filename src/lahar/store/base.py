@@ -93,9 +93,18 @@ class Store(Protocol):
         self, kind: str, namespace: str | None = None, label_selector: dict[str, str] | None = None
     ) -> tuple[list[dict], int]: ...
 
-    def create(self, obj: dict) -> dict: ...
+    def create(self, obj: dict, owned: bool = False) -> dict:
+        """Store a new object. ``owned``: the caller hands ``obj`` over (it keeps no reference
+        and will not change it), so the store may stamp and keep it instead of a copy; what it
+        returns may then be ``obj`` itself."""
+        ...
 
-    def update(self, obj: dict) -> dict: ...
+    def update(self, obj: dict, owned: bool = False) -> dict:
+        """Replace a stored object, keeping its uid, creation time and namespace. ``owned`` as
+        for ``create``; with a ``resourceVersion`` besides, the caller also vouches that ``obj``
+        carries the uid, creation time and namespace of the object stored at that version (it
+        read that object), so the store only compares the version: it reads no body."""
+        ...
 
     def delete(self, kind: str, key: str, resource_version: str | None = None) -> dict: ...
 
@@ -165,12 +174,13 @@ def rfc3339(seconds: float) -> str:
     return datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def new_object(obj: dict, clock: Callable[[], float]) -> dict:
+def new_object(obj: dict, clock: Callable[[], float], owned: bool = False) -> dict:
     """A copy ready to create: name from ``generateName``, namespace ``default``, uid, time.
 
-    The caller's ``resourceVersion`` is ignored (the store assigns one); its dict is untouched.
+    The caller's ``resourceVersion`` is ignored (the store assigns one); its dict is untouched,
+    unless ``owned``: then ``obj`` itself is stamped and returned (no copy; it must be JSON data).
     """
-    body = copy_json(obj)
+    body = obj if owned else copy_json(obj)
     meta = body.get("metadata")
     if not isinstance(meta, dict):
         meta = body["metadata"] = {}

@@ -97,8 +97,8 @@ class MemoryStore:
 
     # ----------------------------------------------------------------- writes
 
-    def create(self, obj: dict) -> dict:
-        body = new_object(obj, self.clock)
+    def create(self, obj: dict, owned: bool = False) -> dict:
+        body = new_object(obj, self.clock)  # copied even when owned: the result is a copy anyway
         kind, key = object_key(body)
         with self._changed:
             if (kind, key) in self._objects:
@@ -106,9 +106,9 @@ class MemoryStore:
             self._write("ADDED", kind, key, body)
             return copy_json(body)
 
-    def update(self, obj: dict) -> dict:
+    def update(self, obj: dict, owned: bool = False) -> dict:
         kind, key = object_key(obj)
-        with self._changed:
+        with self._changed:  # owned or not, the stored object is at hand: read it
             stored = self._stored(kind, key)
             check_version(
                 kind, key, (obj.get("metadata") or {}).get("resourceVersion"), stored, "update"
