@@ -226,6 +226,34 @@ def test_metrics_count_the_quiet_ticks(tmp_path):
         server.store.close()
 
 
+def test_metrics_count_the_control_loops_cpu(tmp_path):
+    """``lahar_control_loop_cpu_seconds_total``: the CPU of the loop's thread in ticks, so that an
+    operator (and ``bench/api.py``) can tell the scheduler's share of the server's CPU."""
+    import time
+
+    from fastapi.testclient import TestClient
+
+    from lahar.server.main import build_server
+
+    server = build_server(open_store(f"sqlite:///{tmp_path / 'lahar.db'}"), load_config(default_config_text()), auth=False, home=tmp_path)
+    try:
+        for n in range(3):
+            server.service.create(node(f"n{n}"))
+        for n in range(40):
+            server.service.create(job(f"j{n}"))
+        process_before = time.process_time()
+        _settle(server.loop, 3)
+        process_spent = time.process_time() - process_before
+        text = TestClient(server.app).get("/metrics").text
+        lines = [line for line in text.splitlines() if line.startswith("lahar_control_loop_cpu_seconds_total ")]
+        spent = float(lines[0].split()[1])
+        assert 0 < spent <= process_spent + 0.01  # the ticks ran on this thread: all of it, nothing else
+        assert spent >= 0.5 * process_spent
+    finally:
+        server.loop.stop()
+        server.store.close()
+
+
 def test_usage_keeps_counting_through_quiet_ticks_and_sees_the_next_change(cluster):
     cluster.create(node("n1", cpu="4"))
     cluster.create(job("a", cpu="2"))

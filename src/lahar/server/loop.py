@@ -285,11 +285,13 @@ class ControlLoop:
         runtime: Any = None,
         heap: HeapCollector | None = None,
         on_quiet: Callable[[], object] | None = None,
+        on_tick: Callable[[float], object] | None = None,
     ) -> None:
         self.service, self.conf, self.period, self.clock = service, conf, period, clock
         self.heap = heap  # None: the garbage collector as Python runs it (see server.heap)
         self.on_cycle = on_cycle  # after each cycle run
         self.on_quiet = on_quiet  # after each quiet tick (no cycle run)
+        self.on_tick = on_tick  # after each tick: the CPU seconds its thread spent on it
         self.runtime = runtime  # None: the simulated runtime; else e.g. server.runtime.LocalRuntime
         self._read_store()
         self.last: CycleResult | None = None
@@ -312,6 +314,14 @@ class ControlLoop:
         A tick that fails part-way writes nothing: its store transaction is undone. What it took
         in meanwhile (pods made, binds, phases) is then forgotten too: the next tick first reads
         the store again, as at a restart, or it would go on believing writes that never were."""
+        started = time.thread_time()
+        try:
+            return self._locked_tick()
+        finally:
+            if self.on_tick is not None:
+                self.on_tick(time.thread_time() - started)
+
+    def _locked_tick(self) -> CycleResult:
         with self.service.lock:
             if self._stale:
                 self._read_store()

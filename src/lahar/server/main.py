@@ -50,7 +50,7 @@ def build_server(
 
     def make_loop() -> ControlLoop:
         tasks = LocalRuntime((home or lahar_home()) / "logs") if runtime == "local" else None
-        return ControlLoop(service, conf, period, on_cycle=metrics.observe_cycle, on_quiet=metrics.quiet_ticks.inc, runtime=tasks, heap=HeapCollector())
+        return ControlLoop(service, conf, period, on_cycle=metrics.observe_cycle, on_quiet=metrics.quiet_ticks.inc, on_tick=metrics.loop_cpu.inc, runtime=tasks, heap=HeapCollector())
 
     leadership = leadership_for(store)
     loop: Any = make_loop() if leadership is None else LeaderLoop(make_loop, leadership)
