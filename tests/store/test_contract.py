@@ -40,6 +40,7 @@ from lahar.store import (
     object_key,
     open_store,
 )
+from lahar.store.base import watch_through
 
 NOW = 1_800_000_000.0  # 2027-01-15T08:00:00Z
 BACKENDS = ["memory", "sqlite", "postgresql"]
@@ -310,6 +311,47 @@ def test_watch_returns_exactly_the_later_changes_in_order(store):
     assert [e.type for e in store.watch(start + 1, {"Queue"})] == ["MODIFIED", "DELETED"]
     assert [e.key for e in store.watch(start, {"Pod"})] == ["default/p"]
     assert store.watch(store.current_version()) == []
+
+
+def test_watch_through_reads_other_kinds_once(store):
+    """``watch_through``: a reader of a few kinds also learns how far it has read, so changes
+    of other kinds are not read again at its next look; a later change of its kinds is not missed."""
+    start = store.current_version()
+    store.create(queue("a"))
+    for n in range(3):
+        store.create(pod(f"p{n}"))
+    events, seen = watch_through(store, start, {"Queue"})
+    assert [(e.kind, e.key) for e in events] == [("Queue", "a")]
+    assert seen == store.current_version() == start + 4  # past the pods
+    assert watch_through(store, seen, {"Queue"}) == ([], seen)
+    store.update(queue("a", weight=2))
+    events, later = watch_through(store, seen, {"Queue"})
+    assert [(e.type, e.object["spec"]["weight"]) for e in events] == [("MODIFIED", 2)]
+    assert later == seen + 1
+
+
+def test_watch_through_misses_nothing_while_others_write(store):
+    """Writers in other threads: each look sees every change of its kind exactly once, in
+    order, however the looks and the writes interleave."""
+    written: list[int] = []
+
+    def writer() -> None:
+        for n in range(60):
+            store.create(pod(f"w{n}"))
+            if n % 3 == 0:
+                written.append(rv(store.create(queue(f"q{n}"))))
+
+    seen_versions: list[int] = []
+    version = store.current_version()
+    thread = threading.Thread(target=writer)
+    thread.start()
+    while thread.is_alive():
+        events, version = watch_through(store, version, {"Queue"})
+        seen_versions.extend(e.resource_version for e in events)
+    thread.join()
+    events, version = watch_through(store, version, {"Queue"})
+    seen_versions.extend(e.resource_version for e in events)
+    assert seen_versions == written and version == store.current_version()
 
 
 def test_watch_times_out_with_nothing(store):

@@ -37,6 +37,7 @@ from lahar.errors import BadRequest, LaharError, NotFound
 from lahar.server import events, forecast_routes, openapi, usage_routes
 from lahar.server.limits import LimitsMiddleware
 from lahar.server.service import EVENT_KIND, ApiService
+from lahar.store.base import watch_through
 
 __all__ = ["create_app", "RESOURCES", "Resource"]
 
@@ -118,16 +119,16 @@ def _watch_stream(service: ApiService, resource: Resource, since: int, namespace
     version = since
     filtered = who is not None and not who.admin
     while time.monotonic() < deadline:
-        events = service.store.watch(version, {resource.kind}, timeout=min(1.0, max(0.0, deadline - time.monotonic())))
+        events, seen = watch_through(service.store, version, {resource.kind}, timeout=min(1.0, max(0.0, deadline - time.monotonic())))
         if filtered and events:
             service.mirror.sync()
         for event in events:
-            version = max(version, event.resource_version)
             if namespace and event.object.get("metadata", {}).get("namespace") != namespace:
                 continue
             if filtered and not service.access.may_read(who, event.object):
                 continue
             yield (json.dumps({"type": event.type, "object": event.object}) + "\n").encode()
+        version = seen  # everything of the kind up to here was read: not read again
 
 
 def _add_resource_routes(app: FastAPI, service: ApiService, resource: Resource) -> None:

@@ -29,7 +29,7 @@ from typing import Any, Callable, Iterable
 from fastapi import FastAPI, Query, Request
 
 from lahar.errors import BadRequest, NotFound
-from lahar.store.base import StoreGone
+from lahar.store.base import StoreGone, watch_through
 
 __all__ = ["EventLog", "matches", "parse_for", "install", "QUEUE_LABEL", "JOB_LABEL", "NAMESPACE_LABEL"]
 
@@ -151,12 +151,11 @@ class EventLog:
 
     def _catch_up(self) -> None:
         try:
-            changes = self.store.watch(self._version, {EVENT_KIND}, timeout=0.0)
+            changes, self._version = watch_through(self.store, self._version, {EVENT_KIND})
         except StoreGone:
             self._relist()
             return
         for change in changes:
-            self._version = max(self._version, change.resource_version)
             if change.type == "ADDED":
                 self._known.append((_stamp(change.object), change.key))
         if any(self._known[i][0] > self._known[i + 1][0] for i in range(len(self._known) - 1)):

@@ -25,6 +25,7 @@ from lahar.model.manifest import KINDS, parse_object
 from lahar.model.queue import DEFAULT, ROOT, Queue, QueueAction
 from lahar.security import Principal
 from lahar.server.access import Access
+from lahar.store.base import watch_through
 
 __all__ = ["ApiService", "MirrorView", "EVENT_KIND"]
 
@@ -45,8 +46,8 @@ class MirrorView(LiveView):
                 self.put(KINDS[kind].model_validate(item))
 
     def sync(self) -> None:
-        for event in self.store.watch(self.version, {"Queue", "PodGroup"}, timeout=0.0):
-            self.version = max(self.version, event.resource_version)
+        events, self.version = watch_through(self.store, self.version, {"Queue", "PodGroup"})
+        for event in events:
             obj = KINDS[event.kind].model_validate(event.object)
             if event.type == "DELETED":
                 self.remove(obj)

@@ -48,6 +48,7 @@ __all__ = [
     "rfc3339",
     "stored_namespace",
     "to_json",
+    "watch_through",
 ]
 
 DEFAULT_RETENTION = 100_000
@@ -119,6 +120,21 @@ class Store(Protocol):
         ...
 
     def close(self) -> None: ...
+
+
+def watch_through(store: Store, since: int, kinds: set[str], timeout: float = 0.0) -> tuple[list[WatchEvent], int]:
+    """``store.watch`` for a reader that follows a few kinds: the changes after ``since``, and
+    the version it has now seen everything of those kinds up to.
+
+    That is the store's version as read before looking, or the last change's when later: a
+    reader that keeps only the last change's version reads every change of the other kinds
+    since its last change of its own kinds again at each look (a request's admission view
+    follows queues and podgroups; between two cycles every request writes a vcjob and an audit
+    event). Safe because writers commit in version order: every change up to the version read
+    is committed, so the look after it sees all of them."""
+    head = store.current_version()
+    events = store.watch(since, kinds, timeout)
+    return events, max(since, head, events[-1].resource_version if events else since)
 
 
 # --------------------------------------------------------------------------- keys

@@ -384,8 +384,9 @@ class SqlStore:
     # ----------------------------------------------------------------- reads
 
     def current_version(self) -> int:
-        with self._reading() as conn:
-            return conn.execute(_CURRENT).scalar_one()
+        with self._reading() as conn:  # the driver's cursor: asked before every watch of a request
+            (version,) = self._driver.one(conn, _CURRENT, {})
+        return int(version)
 
     def get(self, kind: str, key: str) -> dict:
         with self._reading() as conn:
