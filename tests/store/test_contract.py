@@ -9,11 +9,13 @@ them is what the rest of Lahar may rely on.
 
 from __future__ import annotations
 
+import collections
 import copy
 import hashlib
 import json
 import os
 import sqlite3
+import string
 import subprocess
 import sys
 import tempfile
@@ -165,6 +167,19 @@ def test_generate_name(store):
         assert all(c.isdigit() or "a" <= c <= "z" for c in name[5:])
         assert obj["metadata"]["namespace"] == "default"
     assert len({o["metadata"]["name"] for o in made}) == 3
+
+
+def test_generated_names_use_every_character_in_every_place():
+    """The five characters of a generated name are drawn uniformly from [a-z0-9], each place
+    on its own (collisions stay as rare as 36**5 names allow)."""
+    from lahar.store.base import _name_suffix
+
+    suffixes = [_name_suffix() for _ in range(3600)]
+    alphabet = set(string.ascii_lowercase + string.digits)
+    for place in range(5):
+        counts = collections.Counter(s[place] for s in suffixes)
+        assert set(counts) == alphabet
+        assert max(counts.values()) < 3 * 100  # about 100 each: none is favoured
 
 
 def test_create_existing_key_is_already_exists(store):

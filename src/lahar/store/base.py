@@ -60,6 +60,18 @@ _NAME_SUFFIX = string.ascii_lowercase + string.digits
 ChangeType = Literal["ADDED", "MODIFIED", "DELETED"]
 
 
+def _name_suffix(length: int = 5) -> str:
+    """``length`` characters drawn uniformly from ``[a-z0-9]``: one draw of a number below
+    36**length written in base 36 (one read of the system's random source, not one per
+    character: every event and audit record is named this way)."""
+    number = secrets.randbelow(len(_NAME_SUFFIX) ** length)
+    chars = []
+    for _ in range(length):
+        number, digit = divmod(number, len(_NAME_SUFFIX))
+        chars.append(_NAME_SUFFIX[digit])
+    return "".join(chars)
+
+
 class StoreGone(LaharError):
     """A watch asked for changes older than the retained history: list again, then watch."""
 
@@ -201,9 +213,7 @@ def new_object(obj: dict, clock: Callable[[], float], owned: bool = False) -> di
     if not isinstance(meta, dict):
         meta = body["metadata"] = {}
     if not meta.get("name") and meta.get("generateName"):
-        meta["name"] = str(meta["generateName"]) + "".join(
-            secrets.choice(_NAME_SUFFIX) for _ in range(5)
-        )
+        meta["name"] = str(meta["generateName"]) + _name_suffix()
     if is_namespaced(str(body.get("kind") or ""), meta) and not meta.get("namespace"):
         meta["namespace"] = "default"
     meta["uid"] = str(uuid.uuid4())
