@@ -12,6 +12,7 @@ a Kubernetes ``Status`` (413, 415 or 400) instead of costing memory or a stack o
 from __future__ import annotations
 
 import json
+import re
 from typing import Any, Awaitable, Callable
 
 __all__ = ["LimitsMiddleware", "json_depth", "MAX_BODY", "MAX_DEPTH"]
@@ -21,27 +22,31 @@ MAX_DEPTH = 64
 
 
 def json_depth(data: bytes, limit: int) -> int:
-    """The deepest nesting of ``[`` and ``{`` in a JSON text (stops counting past ``limit``)."""
+    """The deepest nesting of ``[`` and ``{`` in a JSON text (stops counting past ``limit``).
+
+    Brackets inside strings do not count; an unterminated string runs to the end. The strings
+    are cut out by one regular expression and only the brackets left are walked: this runs on
+    the server's event loop for every write request, and a walk of every byte in Python took
+    3.4 ms for a 100 KB body. The expression cannot backtrack (at each byte one branch at most
+    applies), so a hostile body costs linear time."""
+    brackets = _STRING.sub(b"", data).translate(None, _NOT_BRACKETS)
     depth = deepest = 0
-    in_string = escaped = False
-    for byte in data:
-        if in_string:
-            if escaped:
-                escaped = False
-            elif byte == 0x5C:  # backslash
-                escaped = True
-            elif byte == 0x22:  # quote
-                in_string = False
-        elif byte == 0x22:
-            in_string = True
-        elif byte in (0x5B, 0x7B):
+    for byte in brackets:
+        if byte in _OPENING:
             depth += 1
-            deepest = max(deepest, depth)
-            if deepest > limit:
-                return deepest
-        elif byte in (0x5D, 0x7D):
+            if depth > deepest:
+                deepest = depth
+                if deepest > limit:
+                    return deepest
+        else:
             depth -= 1
     return deepest
+
+
+# a string: from a quote to the next unescaped quote, or to the end when there is none
+_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*(?:"|\\?\Z)', re.DOTALL)
+_NOT_BRACKETS = bytes(b for b in range(256) if b not in b"[]{}")
+_OPENING = (0x5B, 0x7B)  # [ and {
 
 
 def _status(code: int, reason: str, message: str) -> bytes:
