@@ -33,6 +33,15 @@ def _held_equals_stored(service: ApiService, world) -> int:
     return checked
 
 
+def _one_job_after_a_tick(cluster: ApiService):
+    """The world of a loop that ticked once over one node and a one-pod job "a"."""
+    cluster.create(node("n1", cpu="4"))
+    cluster.create(job("a", cpu="1"))
+    loop = ControlLoop(cluster, load_config(default_config_text()), 1.0, clock=Clock(1_000_000.0))
+    loop.tick()
+    return loop.world
+
+
 def test_what_the_loop_holds_is_what_the_store_holds(cluster):
     cluster.create(node("n1", cpu="4"))
     for name, cpu in (("a", "1"), ("b", "2"), ("c", "8")):  # c never fits: it waits with a reason
@@ -45,11 +54,7 @@ def test_what_the_loop_holds_is_what_the_store_holds(cluster):
 
 
 def test_a_write_over_another_writers_change_goes_through(cluster):
-    cluster.create(node("n1", cpu="4"))
-    cluster.create(job("a", cpu="1"))
-    loop = ControlLoop(cluster, load_config(default_config_text()), 1.0, clock=Clock(1_000_000.0))
-    loop.tick()
-    world = loop.world
+    world = _one_job_after_a_tick(cluster)
     held = world.podgroups["default/a"]
     stored = cluster.get("PodGroup", "default/a")
     stored["metadata"]["labels"] = {"touched": "yes"}
@@ -68,11 +73,7 @@ def test_a_write_over_another_writers_change_goes_through(cluster):
 
 
 def test_a_write_of_an_object_deleted_meanwhile_creates_it_again(cluster):
-    cluster.create(node("n1", cpu="4"))
-    cluster.create(job("a", cpu="1"))
-    loop = ControlLoop(cluster, load_config(default_config_text()), 1.0, clock=Clock(1_000_000.0))
-    loop.tick()
-    world = loop.world
+    world = _one_job_after_a_tick(cluster)
     held = world.pods["default/a-main-0"]
     cluster.store.delete("Pod", "default/a-main-0")  # behind the loop's back
 
