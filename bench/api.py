@@ -10,7 +10,8 @@ runs from the first submit until the server's ``lahar_binds_total`` reaches ``--
 list afterwards confirms how many pods carry a node. Prints one JSON line: pods bound per second
 end to end, p50/p99 submit latency, submit and total seconds, and the server process's CPU seconds
 (per job too: the figure to compare on a busy machine, where wall time depends on the neighbours),
-and how much of it per job the control loop's ticks took (the rest served the requests).
+and how much of it per job the control loop's ticks took (the rest served the requests); and the
+CPU the clients themselves spent per job (on a small machine they share its cores with the server).
 """
 
 from __future__ import annotations
@@ -131,12 +132,13 @@ def main() -> None:
             cpu_before = cpu_seconds(server.pid)
             with httpx.Client(base_url=url, timeout=60) as c:
                 loop_before = metric(c, LOOP_CPU)
-            start = time.perf_counter()
+            start, client_cpu = time.perf_counter(), time.process_time()
             for t in threads:
                 t.start()
             for t in threads:
                 t.join()
             submitted = time.perf_counter() - start
+            client_cpu = time.process_time() - client_cpu
             with httpx.Client(base_url=url, timeout=120) as c:
                 deadline = start + args.timeout
                 done = binds(c)
@@ -167,6 +169,7 @@ def main() -> None:
                         "server_cpu_seconds": round(cpu_after - cpu_before, 2) if cpu_before is not None and cpu_after is not None else None,
                         "server_cpu_ms_per_job": round(1000 * (cpu_after - cpu_before) / args.jobs, 2) if cpu_before is not None and cpu_after is not None else None,
                         "loop_cpu_ms_per_job": round(1000 * loop_cpu / args.jobs, 2),
+                        "client_cpu_ms_per_job": round(1000 * client_cpu / args.jobs, 2),
                     }
                 )
             )
