@@ -135,6 +135,8 @@ spec:
     assert all(isinstance(p, Pod) and p.group_name == "train" for p in pods)
     assert pods[0].annotations["lahar.dev/duration"] == "10m"
     assert pods[1].spec.priority_class_name == "high"
+    assert job.spec.tasks[1].template.spec.priority_class_name is None  # the template is untouched
+    assert pods[1].dump()["spec"] == {"containers": [{"name": "c", "resources": {"requests": {"cpu": "1", "nvidia.com/gpu": "1"}}}], "priorityClassName": "high"}
 
 
 def test_default_min_available_is_every_replica():

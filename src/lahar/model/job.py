@@ -105,9 +105,11 @@ def _task_pods(job: Job, task: TaskSpec, index: int) -> list[Pod]:
         annotations = _inherited(job.metadata.annotations, template.metadata.annotations)
         annotations[GROUP_NAME_ANNOTATIONS[0]] = job.name
         annotations[TASK_SPEC] = task_name
-        spec = template.spec.model_copy(deep=True)
+        # a pod's spec shares the template's parts (containers, volumes): objects are replaced,
+        # never changed in place, so only what differs is copied
+        spec = template.spec
         if spec.priority_class_name is None:
-            spec.priority_class_name = job.spec.priority_class_name
+            spec = spec.model_copy(update={"priority_class_name": job.spec.priority_class_name})
         meta = ObjectMeta(
             name=f"{job.name}-{task_name}-{replica}",
             namespace=job.metadata.namespace,
