@@ -3,7 +3,8 @@
     python bench/api.py --jobs 10000 --clients 16
     python bench/api.py --jobs 10000 --db postgresql://user@host/lahar   # another store
 
-Starts a real ``lahar server`` subprocess on loopback (``--no-auth``) over a fresh SQLite file in a
+Starts a real ``lahar server`` subprocess on loopback (``--no-auth``; ``--auth`` keeps authentication
+on and sends the admin token) over a fresh SQLite file in a
 temporary folder (or the given ``--db`` URL), creates enough nodes for every pod and one queue,
 then ``--clients`` threads each POST their share of one-task vcjobs (one pod each). The clock
 runs from the first submit until the server's ``lahar_binds_total`` reaches ``--jobs``; a pod
@@ -45,8 +46,9 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def start_server(db: str, home: Path, port: int, period: str) -> subprocess.Popen:
-    command = [sys.executable, "-m", "lahar.cli.main", "server", "--db", db, "--port", str(port), "--period", period, "--no-auth"]
+def start_server(db: str, home: Path, port: int, period: str, auth: bool = False) -> subprocess.Popen:
+    command = [sys.executable, "-m", "lahar.cli.main", "server", "--db", db, "--port", str(port), "--period", period]
+    command += [] if auth else ["--no-auth"]
     log = (home / "server.log").open("w")
     process = subprocess.Popen(command, env={**os.environ, "LAHAR_HOME": str(home)}, stdout=log, stderr=subprocess.STDOUT)
     deadline = time.monotonic() + 60
@@ -101,15 +103,17 @@ def main() -> None:
     parser.add_argument("--db", default=None, help="store URL (default: a fresh SQLite file in a temporary folder)")
     parser.add_argument("--period", default="0.2s", help="the server's scheduling period")
     parser.add_argument("--timeout", type=float, default=600.0)
+    parser.add_argument("--auth", action="store_true", help="authentication on, as a server runs by default (every request sends the admin token)")
     args = parser.parse_args()
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # stop the server on the way out
     with tempfile.TemporaryDirectory(prefix="lahar-bench-") as tmp:
         home = Path(tmp)
         port = free_port()
-        server = start_server(args.db or str(home / "lahar.db"), home, port, args.period)
+        server = start_server(args.db or str(home / "lahar.db"), home, port, args.period, args.auth)
         url = f"http://127.0.0.1:{port}"
+        headers = {"Authorization": "Bearer " + (home / "token").read_text().strip()} if args.auth else {}
         try:
-            with httpx.Client(base_url=url, timeout=60) as c:
+            with httpx.Client(base_url=url, timeout=60, headers=headers) as c:
                 seed(c, args.jobs)
             latencies: list[float] = []
             failures: list[str] = []
@@ -117,7 +121,7 @@ def main() -> None:
 
             def client(index: int) -> None:
                 mine, bad = [], []
-                with httpx.Client(base_url=url, timeout=60) as c:
+                with httpx.Client(base_url=url, timeout=60, headers=headers) as c:
                     for n in range(index, args.jobs, args.clients):
                         t = time.perf_counter()
                         r = c.post(API, json=job(f"j{n:06d}"))
@@ -130,7 +134,7 @@ def main() -> None:
 
             threads = [threading.Thread(target=client, args=(i,)) for i in range(args.clients)]
             cpu_before = cpu_seconds(server.pid)
-            with httpx.Client(base_url=url, timeout=60) as c:
+            with httpx.Client(base_url=url, timeout=60, headers=headers) as c:
                 loop_before = metric(c, LOOP_CPU)
             start, client_cpu = time.perf_counter(), time.process_time()
             for t in threads:
@@ -139,7 +143,7 @@ def main() -> None:
                 t.join()
             submitted = time.perf_counter() - start
             client_cpu = time.process_time() - client_cpu
-            with httpx.Client(base_url=url, timeout=120) as c:
+            with httpx.Client(base_url=url, timeout=120, headers=headers) as c:
                 deadline = start + args.timeout
                 done = binds(c)
                 while done < args.jobs - len(failures) and time.perf_counter() < deadline:
@@ -158,6 +162,7 @@ def main() -> None:
                         "store": "sqlite" if args.db is None else args.db.split(":", 1)[0],
                         "jobs": args.jobs,
                         "clients": args.clients,
+                        "auth": args.auth,
                         "failed_submits": len(failures),
                         "pods_bound": bound,
                         "pods_bound_per_second": round(bound / total, 1),

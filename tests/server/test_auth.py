@@ -35,7 +35,9 @@ def job(name: str, queue: str) -> dict:
 
 def test_requests_need_a_token(secured):
     built, c, admin = secured
-    assert c.get(Q).status_code == 401
+    refused = c.get(Q)
+    assert refused.status_code == 401 and refused.headers["www-authenticate"] == "Bearer"
+    assert refused.json()["kind"] == "Status" and refused.json()["code"] == 401
     assert c.get(Q, headers=bearer("lahar_nope_nope")).status_code == 401
     assert c.get("/healthz").status_code == 200
     assert c.get("/ui/").status_code == 200

@@ -19,7 +19,6 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from starlette.middleware.base import BaseHTTPMiddleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 
@@ -116,17 +115,32 @@ def is_loopback(host: str) -> bool:
         return False
 
 
-class AuthMiddleware(BaseHTTPMiddleware):
+class AuthMiddleware:
+    """Every HTTP request but the public paths carries a valid bearer token; its principal is
+    kept on the request (``request.state.principal``).
+
+    A plain ASGI middleware: Starlette's ``BaseHTTPMiddleware`` runs the rest of the app in a
+    task of its own and copies the response through a stream, which cost about 0.5 ms of CPU a
+    request (measured: an authenticated vcjob create, in-process, 1.32 against 0.75 ms without
+    authentication)."""
+
     def __init__(self, app: Any, tokens: TokenStore) -> None:
-        super().__init__(app)
+        self.app = app
         self.tokens = tokens
 
-    async def dispatch(self, request: Request, call_next):
+    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        request = Request(scope)
         path = request.url.path
-        if path == "/healthz" or path.startswith(("/ui", "/favicon")) or (path.startswith("/ui/") and request.method == "GET"):
-            return await call_next(request)
+        if path == "/healthz" or path.startswith(("/ui", "/favicon")):
+            await self.app(scope, receive, send)
+            return
         try:
             request.state.principal = authenticate(request.headers.get("authorization"), self.tokens.lookup)
         except LaharError as exc:
-            return JSONResponse(exc.to_status(), status_code=exc.http_status, headers={"WWW-Authenticate": "Bearer"})
-        return await call_next(request)
+            response = JSONResponse(exc.to_status(), status_code=exc.http_status, headers={"WWW-Authenticate": "Bearer"})
+            await response(scope, receive, send)
+            return
+        await self.app(scope, receive, send)
