@@ -389,11 +389,11 @@ class SqlStore:
         return int(version)
 
     def get(self, kind: str, key: str) -> dict:
-        with self._reading() as conn:
-            body = conn.execute(_GET_BODY, {"k_kind": kind, "k_key": key}).scalar_one_or_none()
-        if body is None:
+        with self._reading() as conn:  # the driver's cursor: a request's token is read on every call
+            row = self._driver.one(conn, _GET_BODY, {"k_kind": kind, "k_key": key})
+        if row is None:
             raise NotFound(kind, key)
-        return json.loads(body)
+        return json.loads(row[0])
 
     def list(
         self, kind: str, namespace: str | None = None, label_selector: dict[str, str] | None = None
