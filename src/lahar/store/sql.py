@@ -390,10 +390,7 @@ class SqlStore:
 
     def get(self, kind: str, key: str) -> dict:
         with self._reading() as conn:  # the driver's cursor: a request's token is read on every call
-            row = self._driver.one(conn, _GET_BODY, {"k_kind": kind, "k_key": key})
-        if row is None:
-            raise NotFound(kind, key)
-        return json.loads(row[0])
+            return self._stored(conn, kind, key)
 
     def list(
         self, kind: str, namespace: str | None = None, label_selector: dict[str, str] | None = None
