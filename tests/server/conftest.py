@@ -7,6 +7,7 @@ from fastapi.testclient import TestClient
 
 from lahar.scheduler.framework.config import default_config_text, load_config
 from lahar.server.main import build_server
+from lahar.server.service import ApiService
 from lahar.store import open_store
 
 
@@ -34,4 +35,12 @@ def server(request, tmp_path):
     built.clock = clock
     built.client = TestClient(built.app)
     yield built
+    store.close()
+
+
+@pytest.fixture(params=["sqlite", "memory"])
+def each_store_service(request, tmp_path):
+    """An ``ApiService`` on a SQLite file, then on the memory store (no loop, no HTTP)."""
+    store = open_store(f"sqlite:///{tmp_path / 'lahar.db'}" if request.param == "sqlite" else "memory://")
+    yield ApiService(store)
     store.close()

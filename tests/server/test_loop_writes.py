@@ -11,16 +11,13 @@ from lahar.model.manifest import KINDS
 from lahar.scheduler.framework.config import default_config_text, load_config
 from lahar.server.loop import ControlLoop
 from lahar.server.service import ApiService
-from lahar.store import open_store
 from conftest import Clock
 from test_api import job, node
 
 
-@pytest.fixture(params=["sqlite", "memory"])
-def cluster(request, tmp_path):
-    store = open_store(f"sqlite:///{tmp_path / 'lahar.db'}" if request.param == "sqlite" else "memory://")
-    yield ApiService(store)
-    store.close()
+@pytest.fixture
+def cluster(each_store_service):
+    return each_store_service
 
 
 def _held_equals_stored(service: ApiService, world) -> int:

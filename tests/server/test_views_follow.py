@@ -8,16 +8,12 @@ from __future__ import annotations
 import pytest
 
 from lahar.server.events import EventLog
-from lahar.server.service import ApiService
-from lahar.store import open_store
 from test_api import job, node
 
 
-@pytest.fixture(params=["sqlite", "memory"])
-def service(request, tmp_path):
-    store = open_store(f"sqlite:///{tmp_path / 'lahar.db'}" if request.param == "sqlite" else "memory://")
-    yield ApiService(store)
-    store.close()
+@pytest.fixture
+def service(each_store_service):
+    return each_store_service
 
 
 def test_the_admission_view_reads_each_change_once(service):
