@@ -3,6 +3,8 @@ loop must not go on believing what it wrote: the next tick starts again from the
 
 from __future__ import annotations
 
+import threading
+
 import pytest
 from fastapi.testclient import TestClient
 
@@ -110,3 +112,87 @@ def test_the_world_holds_what_the_store_holds_after_ticks(server):
         assert stored and {obj.name for obj in table.values()} == set(stored), kind
         for obj in table.values():
             assert obj.metadata.uid and obj.dump() == stored[obj.name], (kind, obj.name)
+
+
+def _bind_watcher(server, seen: list):
+    """``on_cycle`` wrapped to look, from another thread (another connection), at the pods the
+    cycle bound: what a client reading the store at that moment would find."""
+    from lahar.errors import NotFound
+
+    observe = server.loop.on_cycle
+
+    def observed(result, seconds, queues):
+        bound = [d.task for d in result.decisions if d.type == "bind"]
+
+        def look() -> None:
+            for key in bound:
+                try:
+                    seen.append(server.store.get("Pod", key)["spec"].get("nodeName"))
+                except NotFound:
+                    seen.append(None)
+
+        reader = threading.Thread(target=look)
+        reader.start()
+        reader.join(10)
+        observe(result, seconds, queues)
+
+    return observed
+
+
+def _binds_total(server) -> float:
+    lines = [line for line in server.client.get("/metrics").text.splitlines() if line.startswith("lahar_binds_total ")]
+    return float(lines[0].split()[1])
+
+
+def test_metrics_count_a_ticks_binds_only_once_they_are_stored(server):
+    """``lahar_binds_total`` and the cycle metrics are reported after the tick's transaction
+    commits: a client that sees the count sees the bound pods too (``bench/api.py`` waits on
+    the count, then reads the pods)."""
+    c = server.client
+    c.post(NODES, json=node("n1", cpu="4"))
+    c.post(JOBS, json=job("a"))
+    seen: list = []
+    server.loop.on_cycle = _bind_watcher(server, seen)
+    server.loop.tick()  # makes the pod and binds it
+    assert seen == ["n1"]
+    assert _binds_total(server) == 1
+
+
+def test_a_failed_tick_reports_nothing(server, monkeypatch):
+    c = server.client
+    c.post(NODES, json=node("n1", cpu="4"))
+    c.post(JOBS, json=job("a"))
+    _fail_once(monkeypatch, "skip_own_writes")  # the tick's last step before it reports
+    with pytest.raises(RuntimeError, match="disk full"):
+        server.loop.tick()
+    assert _binds_total(server) == 0 and server.loop.cycles == 1
+    server.loop.tick()  # binds it again, for good
+    assert _binds_total(server) == 1
+    assert c.get(f"{PODS}/a-main-0").json()["spec"]["nodeName"] == "n1"
+
+
+def test_a_leaders_tick_reports_once_its_fenced_transaction_commits(server):
+    """Under ``LeaderLoop`` the tick's batch is a savepoint inside the fenced transaction: the
+    report waits for that outer commit."""
+    from lahar.server.leader import LeaderLoop
+
+    class Leading:  # leadership as a lone leader sees it (the PostgreSQL lock is tested elsewhere)
+        term = 1
+
+        def is_leader(self) -> bool:
+            return True
+
+        def confirm(self) -> bool:
+            return True
+
+    c = server.client
+    c.post(NODES, json=node("n1", cpu="4"))
+    c.post(JOBS, json=job("a"))
+    inner = server.loop
+    leader = LeaderLoop(lambda: inner, Leading())
+    leader._term = 1  # the loop above was built in this term
+    seen: list = []
+    inner.on_cycle = _bind_watcher(server, seen)
+    leader.tick()
+    assert seen == ["n1"]
+    assert _binds_total(server) == 1

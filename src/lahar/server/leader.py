@@ -136,8 +136,8 @@ class LeaderLoop:
     face (``last``, ``world``, ``cycles``...) of the loop built in the latest term."""
 
     def __init__(self, make_loop: Callable[[], Any], leadership: AdvisoryLeadership) -> None:
-        self._make = make_loop
-        self._inner = make_loop()
+        self._make = self._deferring(make_loop)
+        self._inner = self._make()
         self._term = 0  # the term the inner loop was built in; 0: built as a follower
         self.leadership = leadership
         self.skipped = 0  # ticks a fence refused
@@ -167,10 +167,23 @@ class LeaderLoop:
                 if not self.leadership.confirm():
                     self.skipped += 1
                     return None
-                return self._inner.tick()
+                result = self._inner.tick()
         except BaseException:
             self._inner.reread_store()  # the fenced transaction was undone, the inner tick's part with it
             raise
+        self._inner.report()  # its metrics, now that the fenced transaction committed
+        return result
+
+    @staticmethod
+    def _deferring(make_loop: Callable[[], Any]) -> Callable[[], Any]:
+        """``make_loop`` whose loops leave their reports to us (our commit is the tick's)."""
+
+        def make() -> Any:
+            loop = make_loop()
+            loop.report_after_commit = False
+            return loop
+
+        return make
 
     def start(self) -> None:
         self.leadership.start()

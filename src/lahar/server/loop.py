@@ -289,10 +289,16 @@ class ControlLoop:
     ) -> None:
         self.service, self.conf, self.period, self.clock = service, conf, period, clock
         self.heap = heap  # None: the garbage collector as Python runs it (see server.heap)
-        self.on_cycle = on_cycle  # after each cycle run
-        self.on_quiet = on_quiet  # after each quiet tick (no cycle run)
+        self.on_cycle = on_cycle  # after each cycle run, once its tick's writes are committed
+        self.on_quiet = on_quiet  # after each quiet tick (no cycle run), the same
         self.on_tick = on_tick  # after each tick: the CPU seconds its thread spent on it
         self.runtime = runtime  # None: the simulated runtime; else e.g. server.runtime.LocalRuntime
+        # The last tick's report (on_cycle or on_quiet), made once its transaction commits: a
+        # metric must not count binds that a failing commit undoes, nor show them before a reader
+        # can see them. A caller that wraps ticks in its own transaction (LeaderLoop) sets
+        # ``report_after_commit`` False and calls ``report`` after its commit.
+        self._unreported: Callable[[], object] | None = None
+        self.report_after_commit = True
         self._read_store()
         self.last: CycleResult | None = None
         self._stale = False  # a tick failed: the world may hold what its undone transaction wrote
@@ -326,9 +332,12 @@ class ControlLoop:
             if self._stale:
                 self._read_store()
             self._stale = True  # until the tick's transaction is committed
+            self._unreported = None
             with self.service.store.batch():
                 result = self._tick()
             self._stale = False
+        if self.report_after_commit:
+            self.report()
         if self.heap is not None:
             self.heap.after_tick()  # after the lock (unless a caller holds it, as LeaderLoop does)
         return result
@@ -369,10 +378,17 @@ class ControlLoop:
         world.skip_own_writes()
         self.last = result
         if quiet and self.on_quiet is not None:
-            self.on_quiet()
+            self._unreported = self.on_quiet
         elif not quiet and self.on_cycle is not None:
-            self.on_cycle(result, seconds, world.queues)
+            on_cycle, queues = self.on_cycle, world.queues
+            self._unreported = lambda: on_cycle(result, seconds, queues)
         return result
+
+    def report(self) -> None:
+        """Tell ``on_cycle`` or ``on_quiet`` of the last tick, once: call after its commit."""
+        unreported, self._unreported = self._unreported, None
+        if unreported is not None:
+            unreported()
 
     def _cycle(self, world: StoreWorld, now: float) -> tuple[CycleResult, float]:
         """One scheduling cycle and its writes, and the cycle's seconds; notes the world it saw."""
