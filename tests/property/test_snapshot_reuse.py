@@ -10,11 +10,13 @@ import pytest
 
 from lahar.scheduler.api import JobInfo
 from lahar.scheduler.cache import ClusterState
+from lahar.scheduler.cycle import run_cycle
 from lahar.scheduler.framework.config import default_config_text, load_config
 from lahar.sim.compare import Clock, replay
 from lahar.sim.engine import Simulation
 from lahar.sim.inputs import load_simulation_inputs
 from lahar.sim.traces import build_workload
+from tests.builders import node, pod, podgroup, queue
 
 ROOT = Path(__file__).resolve().parents[2]
 SLICE = ROOT / "tests" / "data" / "traces" / "philly-head.csv"
@@ -89,3 +91,41 @@ def test_seed_scenarios_take_back_only_copies_equal_to_fresh_ones(checked, name)
     sim = Simulation(objects, conf, period=1.0)
     sim.run_cycles(40)
     assert checked["reused"] > 0
+
+
+def _waiting_cluster() -> ClusterState:
+    """Jobs that keep their tasks through a cycle, each with what the session writes on it: a
+    running job (a Scheduled condition), one that enqueue admits (Pending to Inqueue) but its
+    queue's share then refuses, one larger than any node (fit errors, an Unschedulable
+    condition) and one its queue's capability keeps Pending."""
+    return ClusterState.from_objects(
+        [
+            queue("work").weight(1).build(),
+            queue("capped").weight(1).capability(cpu=1).build(),
+            node("n1", cpu=4, memory="8Gi", pods=10),
+            node("n2", cpu=4, memory="8Gi", pods=10),
+            podgroup("run").queue("work").min_member(1).phase("Running").build(),
+            pod("run-0").group("run").requests(cpu=1, memory="1Gi").on("n1").build(),
+            podgroup("admit").queue("work").min_member(1).phase("Pending").build(),
+            pod("admit-0").group("admit").requests(cpu=8, memory="1Gi").build(),
+            podgroup("huge").queue("work").min_member(1).phase("Inqueue").build(),
+            pod("huge-0").group("huge").requests(cpu=6, memory="1Gi").build(),
+            podgroup("held").queue("capped").min_member(1).min_resources(cpu=2).phase("Pending").build(),
+            pod("held-0").group("held").requests(cpu=2, memory="1Gi").build(),
+        ]
+    )
+
+
+def test_cycles_whose_results_are_not_applied_take_back_copies_equal_to_fresh_ones(checked):
+    """The same cluster scheduled again without applying the last result (as ``bench/checkpoint.py
+    repeat`` does): the copies come back with what their session wrote on them (a phase moved on
+    by enqueue, conditions, fit errors) and must be reset to the cache's jobs."""
+    state = _waiting_cluster()
+    conf = load_config(default_config_text())
+    first = run_cycle(state, conf, 0.0, uid="cycle-1")
+    assert first.jobs["default/huge"].conditions and first.jobs["default/admit"].phase == "Inqueue"
+    for n in range(2, 4):
+        again = run_cycle(state, conf, 0.0, uid=f"cycle-{n}")
+        assert [(d.type, d.task, d.node) for d in again.decisions] == [(d.type, d.task, d.node) for d in first.decisions]
+        assert {uid: o.phase for uid, o in again.jobs.items()} == {uid: o.phase for uid, o in first.jobs.items()}
+    assert checked["reused"] >= 8  # all four jobs, taken back twice

@@ -481,13 +481,16 @@ class JobInfo:
         return twin
 
     def refresh(self, twin: "JobInfo") -> "JobInfo":
-        """``twin``, an earlier ``clone()`` of this job, made equal to a fresh clone again: its own
-        tasks and sums are kept, everything else is read from this job again. Only valid while
-        neither job changed its tasks since the clone (``changes`` on both sides tells)."""
-        owned = twin.tasks, twin.status_index, twin.allocated, twin.total_request, twin.task_min_available, twin.changes
-        twin.__dict__.update(self.__dict__)
-        twin.tasks, twin.status_index, twin.allocated, twin.total_request, twin.task_min_available, twin.changes = owned
-        twin.fit_errors, twin.conditions = {}, [dict(c) for c in self.conditions]
+        """``twin``, an earlier ``clone()`` of this job, made equal to a fresh clone again. Only
+        valid while neither job changed its tasks since the clone (``changes`` on both sides
+        tells). Its own tasks and sums are kept; the fields a session writes besides them
+        (phase, conditions, fit errors, reason) are read from this job again. Nothing else can
+        differ: this job's other fields never change (the cache replaces a job whose podgroup
+        changed), and a session writes no other field of its copies
+        (``tests/property/test_snapshot_reuse.py`` compares every field with a fresh clone's)."""
+        twin.phase, twin.job_fit_errors, twin.reason = self.phase, self.job_fit_errors, self.reason
+        twin.fit_errors = {}
+        twin.conditions = [dict(c) for c in self.conditions] if self.conditions else []
         return twin
 
     def __repr__(self) -> str:

@@ -252,8 +252,14 @@ class ClusterState:
         A job copy is the session's own until the next snapshot, which takes it back when
         neither the job here nor the copy changed a task since (no deep copy of what did not
         change; ``JobInfo.refresh`` makes it equal to a fresh clone)."""
-        jobs = {uid: self._session_copy(uid, job) for uid, job in sorted(self.jobs.items()) if job.queue in self.queues}
-        self.handed = {uid: (self.jobs[uid], self.jobs[uid].changes, twin, twin.changes) for uid, twin in jobs.items()}
+        jobs: dict[str, JobInfo] = {}
+        handed: dict[str, tuple[JobInfo, int, JobInfo, int]] = {}
+        queues = self.queues
+        for uid, job in sorted(self.jobs.items()):
+            if job.queue in queues:
+                twin = jobs[uid] = self._session_copy(uid, job)
+                handed[uid] = (job, job.changes, twin, twin.changes)
+        self.handed = handed
         by_uid = {t.uid: t for job in jobs.values() for t in job.tasks.values()}
         nodes: dict[str, NodeInfo] = {}
         for name, node in self.nodes.items():
