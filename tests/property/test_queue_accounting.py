@@ -17,16 +17,18 @@ GPU = "nvidia.com/gpu"
 ALLOCATED = {TaskStatus.BOUND, TaskStatus.BINDING, TaskStatus.RUNNING, TaskStatus.ALLOCATED}
 statuses = st.sampled_from([TaskStatus.PENDING, TaskStatus.RUNNING, TaskStatus.ALLOCATED, TaskStatus.PIPELINED, TaskStatus.SUCCEEDED])
 tasks = st.lists(st.tuples(statuses, st.integers(0, 4000), st.integers(0, 8), st.booleans()), max_size=6)
-minimums = st.none() | st.fixed_dictionaries({"cpu": st.integers(0, 8000), GPU: st.integers(0, 16)})
+# minResources with and without a scalar (most name only cpu and memory)
+minimums = st.none() | st.fixed_dictionaries({"cpu": st.integers(0, 8000)}, optional={GPU: st.integers(0, 16)})
 
 
 def _job(index: int, members, minimum, phase: str) -> JobInfo:
     min_resources = None
     podgroup = None
     if minimum is not None:
-        min_resources = Resource(float(minimum["cpu"]), 0.0, {GPU: minimum[GPU] * 1000.0})
+        listed = {"cpu": f"{minimum['cpu']}m", **({GPU: str(minimum[GPU])} if GPU in minimum else {})}
+        min_resources = Resource.from_list(listed)
         podgroup = PodGroup.model_validate(
-            {"metadata": {"name": f"j{index}"}, "spec": {"minMember": 1, "queue": "q", "minResources": {"cpu": f"{minimum['cpu']}m", GPU: str(minimum[GPU])}}, "status": {"phase": phase}}
+            {"metadata": {"name": f"j{index}"}, "spec": {"minMember": 1, "queue": "q", "minResources": listed}, "status": {"phase": phase}}
         )
     job = JobInfo(f"ns/j{index}", f"j{index}", "ns", "q", min_available=1, podgroup=podgroup, min_resources=min_resources)
     job.phase = phase
@@ -115,3 +117,21 @@ def test_add_job_adds_what_the_built_parts_would_add(specs):
         elastic.add(job.get_elastic_resources())
     assert _exact(attr.inqueue) == _exact(inqueue)
     assert _exact(attr.elastic) == _exact(elastic)
+
+
+scalar_maps = st.none() | st.dictionaries(st.sampled_from([GPU, "pods", "example.com/fpga"]), st.sampled_from([-1.0, 0.0, 500.0, 2000.0]), max_size=3)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.integers(0, 4000), scalar_maps, st.integers(0, 4000), scalar_maps)
+def test_the_elastic_part_is_added_as_volcanos_exceeded_part_would_add_it(cpu, held_scalars, min_cpu, min_scalars):
+    """``_add_exceeded`` against ``total.add(exceeded_part(held, minimum))``, scalars that read as
+    unlimited (-1) and minimums without scalars included: same values, same keys, same order."""
+    from lahar.resources import exceeded_part
+    from lahar.scheduler.plugins.queueattr import _add_exceeded
+
+    held, minimum = Resource(float(cpu), 0.0, held_scalars), Resource(float(min_cpu), 0.0, min_scalars)
+    in_place, built = Resource(1.0, 0.0, {"pods": 3.0}), Resource(1.0, 0.0, {"pods": 3.0})
+    _add_exceeded(in_place, held, minimum)
+    built.add(exceeded_part(held, minimum))
+    assert _exact(in_place) == _exact(built)

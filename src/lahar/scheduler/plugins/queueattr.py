@@ -17,6 +17,9 @@ from lahar.scheduler.framework.config import Arguments
 
 __all__ = ["QueueAttr", "add_inqueue", "add_job", "admits", "schedulable_states", "update_share"]
 
+_INFINITE = float(Dim.INFINITY)  # a scalar that reads as unlimited (Volcano's -1), as a float
+_SUCCEEDED = TaskStatus.SUCCEEDED
+
 
 @dataclass
 class QueueAttr:
@@ -88,15 +91,17 @@ def _add_exceeded(total: Resource, held: Resource, minimum: Resource) -> None:
     if held.memory > minimum.memory:
         total.memory += held.memory - minimum.memory
     mine, theirs = held.scalars or {}, minimum.scalars or {}
-    if not mine and not theirs:
+    if not theirs:  # the usual minResources (cpu, memory): every held scalar is above its 0
+        for name, lval in mine.items():
+            if lval == _INFINITE or lval > 0.0:
+                total.add_scalar(name, lval)
         return
-    infinite = float(Dim.INFINITY)
     names = list(mine) + [name for name in theirs if name not in mine]
     for name in names:
         lval, rval = mine.get(name, 0.0), theirs.get(name, 0.0)
-        if lval == infinite:
+        if lval == _INFINITE:
             total.add_scalar(name, lval)
-        elif rval != infinite and lval > rval:
+        elif rval != _INFINITE and lval > rval:
             total.add_scalar(name, lval - rval)
 
 
@@ -108,23 +113,26 @@ def add_inqueue(total: Resource, job: JobInfo) -> None:
     names = job.min_resource_names  # the podgroup's minResources, as listed there
     if names is None:
         return
-    if job.phase != "Inqueue":
-        if job.phase != "Running":
+    phase = job.phase
+    if phase != "Inqueue":
+        if phase != "Running":
             return
         # tasks in an allocated status: the ready ones (JobInfo keeps their count) less the succeeded
-        if job.ready_task_num() - job.count(TaskStatus.SUCCEEDED) < job.min_member:
+        if job.ready_task_num() - job.count(_SUCCEEDED) < job.min_member:
             return
     allocated, minimum = job.allocated, job.min_resources
     held = allocated.scalars or {}
     for name in names:
-        reserved = minimum.get(name) if minimum is not None else 0.0
         if name == "cpu":
+            reserved = minimum.milli_cpu if minimum is not None else 0.0
             if reserved - allocated.milli_cpu > 0:
                 total.milli_cpu += reserved - allocated.milli_cpu
         elif name == "memory":
+            reserved = minimum.memory if minimum is not None else 0.0
             if reserved - allocated.memory > 0:
                 total.memory += reserved - allocated.memory
         elif not name.startswith("count/"):
+            reserved = minimum.get(name) if minimum is not None else 0.0
             have = held.get(name)
             if have is None and name != "pods":
                 total.add_scalar(name, reserved)
