@@ -30,8 +30,12 @@ def job(**spec) -> dict:
 
 # (what, method, path, request arguments, status, words the message must hold)
 CASES = [
-    ("a list for a body", "post", Q, {"json": []}, 400, "body"),
-    ("unreadable JSON", "post", Q, {"content": b"{not json", "headers": JSON}, 400, "body"),
+    ("a list for a body", "post", Q, {"json": []}, 400, "body: must be a JSON object, not an array"),
+    ("null for a body", "post", JOBS, {"content": b"null", "headers": JSON}, 400, "body: must be a JSON object, not null"),
+    ("a number to replace", "put", f"{Q}/default", {"content": b"7", "headers": JSON}, 400, "body: must be a JSON object, not a number"),
+    ("a string for a patch", "patch", f"{Q}/default", {"content": b'"x"', "headers": JSON}, 400, "body: must be a JSON object, not a string"),
+    ("no body", "post", JOBS, {"content": b"", "headers": JSON}, 400, "body: required"),
+    ("unreadable JSON", "post", Q, {"content": b"{not json", "headers": JSON}, 400, "body: not valid JSON: Expecting property name enclosed in double quotes: line 1 column 2"),
     ("YAML sent to the API", "post", Q, {"content": b"a: b", "headers": {"content-type": "application/yaml"}}, 415, "Content-Type: application/json"),
     ("JSON 100 levels deep", "post", Q, {"content": b"[" * 100 + b"]" * 100, "headers": JSON}, 400, "request body: JSON nested deeper than 64"),
     ("2 MiB body", "post", Q, {"content": b" " * (2 << 20), "headers": JSON}, 413, "request body"),

@@ -30,6 +30,7 @@ from fastapi import Body, FastAPI, Query, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, PlainTextResponse, StreamingResponse
 from fastapi.staticfiles import StaticFiles
+from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from lahar import __version__
@@ -153,46 +154,73 @@ def _add_resource_routes(app: FastAPI, service: ApiService, resource: Resource) 
         items, version = service.list(resource.kind, namespace, labels, who=_who(request))
         return _list_document(resource, items, version)
 
-    def create_object(request: Request, namespace: str | None = None, body: dict = Body(...)) -> JSONResponse:
-        body = dict(body)
+    async def create_object(request: Request, namespace: str | None = None) -> JSONResponse:
+        body = await json_object(request)
         body.setdefault("kind", resource.kind)
         body.setdefault("apiVersion", resource.group_version)
         if body.get("kind") != resource.kind:
             raise BadRequest(f'kind "{body.get("kind")}" cannot be created at {resource.plural}')
-        return JSONResponse(service.create(body, namespace, who=_who(request)), status_code=201)
+        return JSONResponse(await run_in_threadpool(service.create, body, namespace, who=_who(request)), status_code=201)
 
     def get_object(request: Request, name: str, namespace: str | None = None) -> dict:
         return service.get(resource.kind, key(namespace, name), who=_who(request))
 
-    def replace_object(request: Request, name: str, namespace: str | None = None, body: dict = Body(...)) -> dict:
-        body = dict(body)
+    async def replace_object(request: Request, name: str, namespace: str | None = None) -> dict:
+        body = await json_object(request)
         body.setdefault("kind", resource.kind)
         body.setdefault("apiVersion", resource.group_version)
         meta = body.setdefault("metadata", {})
         if meta.get("name", name) != name:
             raise BadRequest(f'metadata.name "{meta.get("name")}" does not match the path\'s name "{name}"')
         meta["name"] = name
-        return service.update(body, namespace, who=_who(request))
+        return await run_in_threadpool(service.update, body, namespace, who=_who(request))
 
-    def patch_object(request: Request, name: str, namespace: str | None = None, body: dict = Body(...)) -> dict:
+    async def patch_object(request: Request, name: str, namespace: str | None = None) -> dict:
         """JSON merge patch (RFC 7386): only the fields sent change; null removes one. Without
         metadata.resourceVersion in the patch it applies to the object as stored now."""
-        return service.patch(resource.kind, key(namespace, name), body, who=_who(request))
+        body = await json_object(request)
+        return await run_in_threadpool(service.patch, resource.kind, key(namespace, name), body, who=_who(request))
 
     def delete_object(request: Request, name: str, namespace: str | None = None) -> dict:
         return service.delete(resource.kind, key(namespace, name), who=_who(request))
 
     app.get(base, tags=tag, summary=f"List or watch {resource.plural}")(list_objects)
-    app.post(base, tags=tag, summary=f"Create a {resource.kind}", status_code=201)(create_object)
+    app.post(base, tags=tag, summary=f"Create a {resource.kind}", status_code=201, openapi_extra=JSON_OBJECT_BODY)(create_object)
     app.get(f"{base}/{{name}}", tags=tag, summary=f"Read a {resource.kind}")(get_object)
-    app.put(f"{base}/{{name}}", tags=tag, summary=f"Replace a {resource.kind}")(replace_object)
-    app.patch(f"{base}/{{name}}", tags=tag, summary=f"Change fields of a {resource.kind} (JSON merge patch)")(patch_object)
+    app.put(f"{base}/{{name}}", tags=tag, summary=f"Replace a {resource.kind}", openapi_extra=JSON_OBJECT_BODY)(replace_object)
+    app.patch(f"{base}/{{name}}", tags=tag, summary=f"Change fields of a {resource.kind} (JSON merge patch)", openapi_extra=JSON_OBJECT_BODY)(patch_object)
     app.delete(f"{base}/{{name}}", tags=tag, summary=f"Delete a {resource.kind}")(delete_object)
     if resource.namespaced:
         def list_all(request: Request, labelSelector: str | None = Query(None)) -> dict:
             return _list_document(resource, *service.list(resource.kind, None, _labels(labelSelector), who=_who(request)))
 
         app.get(f"{resource.prefix}/{resource.plural}", tags=tag, summary=f"List {resource.plural} in all namespaces")(list_all)
+
+
+# The request body of the write routes, as the OpenAPI document describes it: they read it
+# themselves (``json_object``) instead of declaring a ``Body`` parameter.
+JSON_OBJECT_BODY = {
+    "requestBody": {"required": True, "content": {"application/json": {"schema": {"type": "object", "additionalProperties": True, "title": "Body"}}}}
+}
+_JSON_TYPES = {list: "an array", str: "a string", int: "a number", float: "a number", bool: "a boolean", type(None): "null"}
+
+
+async def json_object(request: Request) -> dict:
+    """The request's body: one JSON object, or a ``BadRequest`` naming what it is instead.
+
+    The write routes read their body here rather than through a FastAPI ``Body`` parameter,
+    whose parsing, validation and dependency solving cost about 0.1 ms of every create. The
+    middleware in front (``limits``) already checked the size, the content type and the depth."""
+    raw = await request.body()
+    if not raw.strip():
+        raise BadRequest("body: required: send a JSON object")
+    try:
+        value = json.loads(raw)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise BadRequest(f"body: not valid JSON: {exc}") from None
+    if not isinstance(value, dict):
+        raise BadRequest(f"body: must be a JSON object, not {_JSON_TYPES.get(type(value), 'another value')}")
+    return value
 
 
 def _who(request: Request):
