@@ -38,13 +38,22 @@ def _fail_once(monkeypatch, method: str) -> None:
 
 
 def test_a_failed_tick_is_undone_and_the_next_one_does_its_work(server, monkeypatch):
+    """The controllers' writes (the job's podgroup and pod) are one transaction, committed before
+    the cycle; the cycle's writes (binds, phases, reasons) another, undone when it fails."""
     c = server.client
     c.post(NODES, json=node("n1", cpu="4"))
     c.post(JOBS, json=job("a"))
-    _fail_once(monkeypatch, "write_reasons")  # after the pod and its podgroup were made and bound
+    _fail_once(monkeypatch, "write_reasons")  # after the pod was bound and the phases written
     with pytest.raises(RuntimeError, match="disk full"):
         server.loop.tick()
-    assert c.get(f"{PODS}/a-main-0").status_code == 404  # the failed tick's writes were undone
+    pod = c.get(f"{PODS}/a-main-0").json()
+    assert "nodeName" not in pod["spec"]  # the bind was undone; the pod the controller made stays
+    assert c.get("/apis/scheduling.volcano.sh/v1beta1/namespaces/default/podgroups/a").json()["status"].get("phase") in (None, "Pending")
+    _fail_once(monkeypatch, "reconcile_all")  # now the controllers' transaction fails: nothing new
+    c.post(JOBS, json=job("b"))
+    with pytest.raises(RuntimeError, match="disk full"):
+        server.loop.tick()
+    assert c.get(f"{PODS}/b-main-0").status_code == 404
     server.loop.tick()
     pod = c.get(f"{PODS}/a-main-0").json()
     assert pod["spec"]["nodeName"] == "n1"
@@ -61,7 +70,7 @@ def test_a_tick_failing_after_binds_binds_them_again(server, monkeypatch):
     _fail_once(monkeypatch, "write_allocations")
     with pytest.raises(RuntimeError, match="disk full"):
         server.loop.tick()
-    assert c.get(f"{PODS}/c-main-0").status_code == 404
+    assert "nodeName" not in c.get(f"{PODS}/c-main-0").json()["spec"]  # made, its bind undone
     server.loop.tick()
     assert c.get(f"{PODS}/c-main-0").json()["spec"]["nodeName"] == "n1"
     assert server.loop.errors == 0  # ticks called directly: the caller saw the error
@@ -162,7 +171,16 @@ def test_a_failed_tick_reports_nothing(server, monkeypatch):
     c = server.client
     c.post(NODES, json=node("n1", cpu="4"))
     c.post(JOBS, json=job("a"))
-    _fail_once(monkeypatch, "skip_own_writes")  # the tick's last step before it reports
+    original = StoreWorld.skip_own_writes
+    calls = []
+
+    def last_step_fails(self):  # the tick's last step before it reports: its second call
+        calls.append(1)
+        if len(calls) == 2:
+            raise RuntimeError("disk full")
+        original(self)
+
+    monkeypatch.setattr(StoreWorld, "skip_own_writes", last_step_fails)
     with pytest.raises(RuntimeError, match="disk full"):
         server.loop.tick()
     assert _binds_total(server) == 0 and server.loop.cycles == 1

@@ -13,8 +13,13 @@ the objects the store holds:
 5. what a person should see becomes events (``server.events``: per job, not per task, and
    on change only), and usage is charged to queues and users (``server.usage_history``).
 
-All the writes of one tick are one store transaction (one disk sync), so a crash leaves either
-all of a cycle's binds and evictions or none of them.
+A tick writes in two store transactions (one disk sync each): steps 1 to 3 in one, then
+steps 4 and 5 in the other. The cycle itself runs between them, outside the service lock, so
+requests are answered while it runs (it reads only the loop's own copy of the cluster). The
+second transaction first takes in what they wrote meanwhile and drops a decision whose pod is
+gone, or a bind whose pod another writer bound or whose node is gone. A crash therefore
+leaves all of a cycle's binds, evictions and statuses or none of them. Under ``LeaderLoop``
+(several servers on PostgreSQL) the whole tick is still one fenced transaction.
 
 ``StoreWorld`` is the simulator's ``World`` whose writes go to the store first: the simulator
 and the server share one implementation of every controller and of how decisions are applied.
@@ -25,6 +30,7 @@ store, and is never bound twice.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import threading
@@ -317,9 +323,10 @@ class ControlLoop:
     def tick(self) -> CycleResult:
         """One pass of every step (see the module docstring).
 
-        A tick that fails part-way writes nothing: its store transaction is undone. What it took
-        in meanwhile (pods made, binds, phases) is then forgotten too: the next tick first reads
-        the store again, as at a restart, or it would go on believing writes that never were."""
+        A step that fails writes nothing of its transaction: it is undone (the controllers' writes
+        before the cycle stay when the cycle's transaction fails). What the tick took in
+        meanwhile (pods made, binds, phases) is then forgotten too: the next tick first reads the
+        store again, as at a restart, or it would go on believing writes that never were."""
         started = time.thread_time()
         try:
             return self._locked_tick()
@@ -328,13 +335,22 @@ class ControlLoop:
                 self.on_tick(time.thread_time() - started)
 
     def _locked_tick(self) -> CycleResult:
+        """The tick in three steps: the controllers (one transaction), the cycle (no lock: requests
+        go on meanwhile), then the cycle's writes (another transaction, after taking in what
+        requests wrote during the cycle)."""
         with self.service.lock:
             if self._stale:
                 self._read_store()
-            self._stale = True  # until the tick's transaction is committed
+            self._stale = True  # until the transaction is committed
             self._unreported = None
             with self.service.store.batch():
-                result = self._tick()
+                now, quiet = self._before_cycle()
+            self._stale = False
+        cycle = None if quiet else self._run_cycle(now)
+        with self.service.lock:
+            self._stale = True
+            with self.service.store.batch():
+                result = self._after_cycle(now, cycle)
             self._stale = False
         if self.report_after_commit:
             self.report()
@@ -355,7 +371,9 @@ class ControlLoop:
         (a caller's own batch) was undone, so the world may hold writes that never were."""
         self._stale = True
 
-    def _tick(self) -> CycleResult:
+    def _before_cycle(self) -> tuple[float, bool]:
+        """Catch up with the store, run the controllers and the runtime; whether the cycle can be
+        skipped (``_is_quiet``)."""
         now = self.clock()
         world = self.world
         world.sync()
@@ -366,22 +384,41 @@ class ControlLoop:
             self.runtime.step(world)  # exited processes end their tasks before the cycle
         world.refresh_queues(now)
         quiet = self._is_quiet(world, now)
-        if quiet:
-            result, seconds = self.last, 0.0
+        world.skip_own_writes()
+        return now, quiet
+
+    def _run_cycle(self, now: float) -> tuple[CycleResult, float, int]:
+        """The scheduling cycle on the world as the controllers left it: the result, its seconds
+        and the world's change count it saw. Reads only the loop's own world: no lock needed."""
+        seen = self.world.changes
+        self.cycles += 1
+        started = time.perf_counter()
+        result = run_cycle(self.world.cache, self.conf, now, uid=f"cycle-{self.cycles}")
+        return result, time.perf_counter() - started, seen
+
+    def _after_cycle(self, now: float, cycle: tuple[CycleResult, float, int] | None) -> CycleResult:
+        """Take in what requests wrote while the cycle ran, write the cycle's decisions and
+        statuses (or, for a quiet tick, reuse the last result), then usage and events."""
+        world = self.world
+        world.sync()
+        if cycle is None:
+            result, reported = self.last, None
             self.quiet_ticks += 1
         else:
-            result, seconds = self._cycle(world, now)
+            result, seconds, seen = cycle
+            reported = self._write_cycle(world, result, now)
+            self._quiet = (world, seen)
         world.refresh_queues(now)
         self.usage.observe(world, now, self._completed(result))
         self.usage.maybe_flush(now)
         world.event_log.prune(now)
         world.skip_own_writes()
         self.last = result
-        if quiet and self.on_quiet is not None:
+        if cycle is None and self.on_quiet is not None:
             self._unreported = self.on_quiet
-        elif not quiet and self.on_cycle is not None:
+        elif cycle is not None and self.on_cycle is not None:
             on_cycle, queues = self.on_cycle, world.queues
-            self._unreported = lambda: on_cycle(result, seconds, queues)
+            self._unreported = lambda: on_cycle(reported, seconds, queues)
         return result
 
     def report(self) -> None:
@@ -390,21 +427,19 @@ class ControlLoop:
         if unreported is not None:
             unreported()
 
-    def _cycle(self, world: StoreWorld, now: float) -> tuple[CycleResult, float]:
-        """One scheduling cycle and its writes, and the cycle's seconds; notes the world it saw."""
-        seen = world.changes
-        self.cycles += 1
-        started = time.perf_counter()
-        result = run_cycle(world.cache, self.conf, now, uid=f"cycle-{self.cycles}")
-        seconds = time.perf_counter() - started
-        world.apply(result, now)
+    def _write_cycle(self, world: StoreWorld, result: CycleResult, now: float) -> CycleResult:
+        """The cycle's binds, evictions, phases, events, reasons and queue allocations; returns
+        the result as carried out (without the decisions dropped because a request removed
+        their pod or node, or bound the pod, while the cycle ran)."""
+        applied = world.apply(result, now)
+        if len(applied) != len(result.decisions):
+            result = dataclasses.replace(result, decisions=applied)
         if self.runtime is not None:
             self.runtime.step(world)  # bound tasks start, evicted ones are stopped
         world.event_log.decisions(result.decisions, lambda job: getattr(result.jobs.get(job), "queue", None), now)
         world.write_reasons(result, now)
         world.write_allocations(result)
-        self._quiet = (world, seen)
-        return result, seconds
+        return result
 
     def _completed(self, result: CycleResult) -> list[str]:
         """The jobs ``result`` found Completed (worked out once per result: quiet ticks reuse it)."""
@@ -456,8 +491,8 @@ class ControlLoop:
                 self.errors += 1
                 log.exception("control loop tick failed")
             elapsed = time.monotonic() - started
-            # A tick holds the service lock throughout; one longer than the period must still leave
-            # the requests waiting for that lock as much time (up to a period), or they starve.
+            # A tick holds the service lock but while its cycle runs; one longer than the period must
+            # still leave the requests waiting for that lock as much time (up to a period).
             self._stop.wait(max(self.period - elapsed, min(elapsed, self.period)))
 
 

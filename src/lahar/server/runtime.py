@@ -1,7 +1,8 @@
 """Where tasks run. ``simulated`` (the default) ends a task ``lahar.dev/duration`` after it starts;
 ``local`` runs each bound task's container command as a process on this machine.
 
-The local runtime, once per control-loop tick (inside the tick's transaction):
+The local runtime, twice per control-loop tick (inside its transactions: before the cycle, for
+the processes that exited, and after it, for the tasks it bound or evicted):
 
 - a pod bound and Running with a container ``command`` (and ``args``) and no process yet gets
   one, with stdout and stderr kept in ``<logs>/<namespace>/<pod>.out`` and ``.err`` and the

@@ -225,18 +225,25 @@ class World:
 
     # ----------------------------------------------------------------- decisions
 
-    def apply(self, result: CycleResult, now: float) -> None:
-        """Bind, evict and update podgroup phases as the cycle decided."""
+    def apply(self, result: CycleResult, now: float) -> list[Any]:
+        """Bind, evict and update podgroup phases as the cycle decided; returns the decisions
+        carried out. A decision about a pod that is gone, or a bind of a pod another writer
+        bound or to a node that is gone, is dropped: the server takes in what requests wrote
+        while the cycle ran before applying it (in the simulator nothing changes meanwhile)."""
+        applied = []
         for decision in result.decisions:
             pod = self.pods.get(decision.task)
             if pod is None:
                 continue
             if decision.type == "bind":
+                if pod.spec.node_name or decision.node not in self.nodes:
+                    continue
                 spec = pod.spec.model_copy(update={"node_name": decision.node})
                 status = pod.status.model_copy(update={"phase": "Running", "start_time": format_time(now)})
                 self._store(pod.model_copy(update={"spec": spec, "status": status}))
             elif decision.type == "evict":
                 self._store(restart_pod(pod))
+            applied.append(decision)
         for uid, outcome in result.jobs.items():
             group = self.podgroups.get(uid)
             if group is None:
@@ -245,6 +252,7 @@ class World:
             job = self.jobs.get(uid)
             if job is not None:
                 self._job_status(uid, job, outcome)
+        return applied
 
     def _podgroup_status(self, key: str, group: PodGroup, outcome: Any) -> None:
         """A podgroup's phase and pod counts as the cycle found them. A podgroup found up to date
