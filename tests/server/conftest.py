@@ -44,3 +44,14 @@ def each_store_service(request, tmp_path):
     store = open_store(f"sqlite:///{tmp_path / 'lahar.db'}" if request.param == "sqlite" else "memory://")
     yield ApiService(store)
     store.close()
+
+
+@pytest.fixture
+def sqlite_server(tmp_path):
+    """A server on a SQLite file whose loop is ticked by hand (no authentication), with a
+    ``client``; its loop is stopped and its store closed afterwards."""
+    built = build_server(open_store(f"sqlite:///{tmp_path / 'lahar.db'}"), load_config(default_config_text()), auth=False, home=tmp_path)
+    built.client = TestClient(built.app)
+    yield built
+    built.loop.stop()
+    built.store.close()

@@ -8,24 +8,16 @@ from __future__ import annotations
 import threading
 
 import pytest
-from fastapi.testclient import TestClient
 
 import lahar.server.loop as loop_module
-from lahar.scheduler.framework.config import default_config_text, load_config
-from lahar.server.main import build_server
-from lahar.store import open_store
 from test_api import JOBS, NODES, job, node
 
 PODS = "/api/v1/namespaces/default/pods"
 
 
 @pytest.fixture
-def server(tmp_path):
-    built = build_server(open_store(f"sqlite:///{tmp_path / 'lahar.db'}"), load_config(default_config_text()), auth=False, home=tmp_path)
-    built.client = TestClient(built.app)
-    yield built
-    built.loop.stop()
-    built.store.close()
+def server(sqlite_server):
+    return sqlite_server
 
 
 def _during_the_cycle(monkeypatch, requests) -> list[bool]:

@@ -1,30 +1,23 @@
-"""A tick that fails part-way writes nothing (its store transaction is undone), and the control
-loop must not go on believing what it wrote: the next tick starts again from the store."""
+"""A tick writes in two transactions, the controllers' and then the cycle's: one that fails
+writes nothing (it is undone), and the control loop must not go on believing what it wrote:
+the next tick starts again from the store."""
 
 from __future__ import annotations
 
 import threading
 
 import pytest
-from fastapi.testclient import TestClient
 
-from lahar.scheduler.framework.config import default_config_text, load_config
 from lahar.server.loop import StoreWorld
-from lahar.server.main import build_server
 from lahar.server.usage_history import UsageHistory
-from lahar.store import open_store
 from test_api import JOBS, NODES, job, node
 
 PODS = "/api/v1/namespaces/default/pods"
 
 
 @pytest.fixture
-def server(tmp_path):
-    built = build_server(open_store(f"sqlite:///{tmp_path / 'lahar.db'}"), load_config(default_config_text()), auth=False, home=tmp_path)
-    built.client = TestClient(built.app)
-    yield built
-    built.loop.stop()
-    built.store.close()
+def server(sqlite_server):
+    return sqlite_server
 
 
 def _fail_once(monkeypatch, method: str) -> None:
