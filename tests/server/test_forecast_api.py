@@ -75,3 +75,26 @@ def test_tasks_without_a_duration_take_their_queue_typical_run_time(server):
     body = c.post(DRY, json=job("next", cpu="1")).json()
     assert any("typical run time" in note for note in body["assumptions"]), body
     assert body["expectedWaitSeconds"] is not None and 0 < body["expectedWaitSeconds"] <= 300
+
+
+def test_the_usage_history_is_read_under_the_lock_the_loop_changes_it_under(server, monkeypatch):
+    """The loop changes its usage history inside its tick, holding the service lock; a forecast
+    reads it from a request's thread and must hold that lock too."""
+    c = server.client
+    c.post(NODES, json=node("n1", cpu="4"))
+    assert c.post(JOBS, json=job("done", cpu="4", **{"lahar.dev/duration": "5m"})).status_code == 201
+    for _ in range(3):
+        server.loop.tick()
+        server.clock.advance(150)
+    server.loop.tick()
+    ledger = server.loop.usage.ledger
+    held = []
+    rows = ledger.rows
+
+    def rows_holding(*args, **kwargs):
+        held.append(server.service.lock._is_owned())
+        return rows(*args, **kwargs)
+
+    monkeypatch.setattr(ledger, "rows", rows_holding)
+    assert c.post(DRY, json=job("next", cpu="1")).status_code == 200
+    assert held and all(held)

@@ -43,7 +43,7 @@ def _estimate(service: ApiService, loop: Any, key: str, proposed: Any, horizon: 
     if loop is None:
         raise LaharError("this server runs no scheduler: nothing to estimate with")
     objects = [KINDS[kind].model_validate(item) for kind in _STATE_KINDS for item in service.store.list(kind)[0]]
-    typical = _typical_runtime(loop)
+    typical = _typical_runtime(service, loop)
     result = expected_start(objects, loop.conf, loop.clock(), key, proposed=proposed, horizon=horizon, period=loop.period, typical=typical)
     return result.to_json()
 
@@ -51,15 +51,17 @@ def _estimate(service: ApiService, loop: Any, key: str, proposed: Any, horizon: 
 HISTORY = 7 * 86400.0
 
 
-def _typical_runtime(loop: Any):
-    """A queue's mean job run time over the last week of its usage history, or None."""
+def _typical_runtime(service: ApiService, loop: Any):
+    """A queue's mean job run time over the last week of its usage history, or None. The history
+    is read under the service lock, as the control loop changes it under that lock."""
     usage = getattr(loop, "usage", None)
     if usage is None:
         return None
     since = loop.clock() - HISTORY
 
     def typical(queue: str) -> float | None:
-        rows = usage.ledger.rows(since=since, queue=queue)
+        with service.lock:
+            rows = usage.ledger.rows(since=since, queue=queue)
         jobs = sum(row["jobs"] for row in rows)
         return sum(row["runSum"] for row in rows) / jobs if jobs else None
 
