@@ -7,6 +7,18 @@ from test_api import JOBS, NODES, Q, job, node, queue
 DRY = "/lahar/v1/namespaces/default/jobs/dry-run"
 
 
+def with_a_finished_job(server):
+    """A job of 5 minutes has run and finished: its queue's usage history has a typical run time."""
+    c = server.client
+    c.post(NODES, json=node("n1", cpu="4"))
+    assert c.post(JOBS, json=job("done", cpu="4", **{"lahar.dev/duration": "5m"})).status_code == 201
+    for _ in range(3):
+        server.loop.tick()
+        server.clock.advance(150)
+    server.loop.tick()
+    return c
+
+
 def busy(server):
     c = server.client
     c.post(NODES, json=node("n1", cpu="4"))
@@ -62,13 +74,7 @@ def test_a_waiting_job_has_an_estimate(server):
 
 
 def test_tasks_without_a_duration_take_their_queue_typical_run_time(server):
-    c = server.client
-    c.post(NODES, json=node("n1", cpu="4"))
-    assert c.post(JOBS, json=job("done", cpu="4", **{"lahar.dev/duration": "5m"})).status_code == 201
-    for _ in range(3):
-        server.loop.tick()
-        server.clock.advance(150)
-    server.loop.tick()
+    c = with_a_finished_job(server)
     assert c.post(JOBS, json=job("open-ended", cpu="4")).status_code == 201
     server.loop.tick()
     server.loop.tick()
@@ -80,13 +86,7 @@ def test_tasks_without_a_duration_take_their_queue_typical_run_time(server):
 def test_the_usage_history_is_read_under_the_lock_the_loop_changes_it_under(server, monkeypatch):
     """The loop changes its usage history inside its tick, holding the service lock; a forecast
     reads it from a request's thread and must hold that lock too."""
-    c = server.client
-    c.post(NODES, json=node("n1", cpu="4"))
-    assert c.post(JOBS, json=job("done", cpu="4", **{"lahar.dev/duration": "5m"})).status_code == 201
-    for _ in range(3):
-        server.loop.tick()
-        server.clock.advance(150)
-    server.loop.tick()
+    c = with_a_finished_job(server)
     ledger = server.loop.usage.ledger
     held = []
     rows = ledger.rows
