@@ -56,6 +56,8 @@ CASES = [
     ("bad labelSelector", "get", f"{Q}?labelSelector=abc", {}, 400, "labelSelector"),
     ("watch=maybe", "get", f"{Q}?watch=maybe", {}, 400, "watch"),
     ("unknown queue action", "post", f"{Q}/default/explode", {}, 400, "action"),
+    ("a list to make a token", "post", TOKENS, {"json": []}, 400, "body: must be a JSON object, not an array"),
+    ("no body for a dry run", "post", "/lahar/v1/namespaces/default/jobs/dry-run", {"content": b"", "headers": JSON}, 400, "body: required"),
     ("token user with a space", "post", TOKENS, {"json": {"user": "a b"}}, 400, "user"),
     ("token user a number", "post", TOKENS, {"json": {"user": 5}}, 400, "user"),
     ("token groups a number", "post", TOKENS, {"json": {"user": "ok", "groups": 5}}, 400, "groups"),

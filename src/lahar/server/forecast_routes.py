@@ -10,10 +10,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from fastapi import Body, FastAPI, Query, Request
+from fastapi import Depends, FastAPI, Query, Request
 
 from lahar.errors import BadRequest, LaharError
 from lahar.model.manifest import KINDS
+from lahar.server.bodies import JSON_OBJECT_BODY, json_object
 from lahar.server.service import ApiService
 from lahar.sim.forecast import DEFAULT_HORIZON, expected_start
 
@@ -25,8 +26,8 @@ _STATE_KINDS = ("PriorityClass", "Queue", "Node", "Job", "PodGroup", "Pod")
 def install(app: FastAPI, service: ApiService, loop: Any) -> None:
     horizon_query = Query(DEFAULT_HORIZON, gt=0, le=90 * 86400, description="How far ahead to simulate, in seconds.")
 
-    @app.post("/lahar/v1/namespaces/{namespace}/jobs/dry-run", tags=["Lahar"], summary="Would this job be admitted, and when would it start?")
-    def dry_run(request: Request, namespace: str, body: dict = Body(...), horizon: float = horizon_query) -> dict:
+    @app.post("/lahar/v1/namespaces/{namespace}/jobs/dry-run", tags=["Lahar"], summary="Would this job be admitted, and when would it start?", openapi_extra=JSON_OBJECT_BODY)
+    def dry_run(request: Request, namespace: str, body: dict = Depends(json_object), horizon: float = horizon_query) -> dict:
         proposed = service.parse(body, namespace)
         if proposed.kind != "Job":
             raise BadRequest(f"kind: a dry run takes a vcjob (kind Job), not {proposed.kind}")
