@@ -20,7 +20,7 @@ from tests.builders import node, pod, podgroup, queue
 
 ROOT = Path(__file__).resolve().parents[2]
 SLICE = ROOT / "tests" / "data" / "traces" / "philly-head.csv"
-OWNED = ("tasks", "status_index", "allocated", "total_request", "fit_errors", "conditions", "changes")
+OWNED = ("tasks", "status_index", "allocated", "total_request", "fit_errors", "conditions", "changes", "facts")
 
 
 def _task_fields(task) -> tuple:

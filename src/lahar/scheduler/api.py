@@ -276,6 +276,10 @@ class JobInfo:
         self.job_fit_errors = ""
         self.conditions: list[dict[str, Any]] = []
         self.reason: dict[str, Any] | None = None  # Lahar: structured why-pending, set at close
+        # a session's answers about this job that read only its tasks (``Session.job_facts``),
+        # kept with the ``changes`` they were worked out at: a copy taken back by the next
+        # snapshot keeps them while its tasks stand
+        self.facts: Any = None
 
     def _read_podgroup_spec(self) -> None:
         """The podgroup's minMember and the names its minResources lists, read once: every cycle
@@ -289,6 +293,7 @@ class JobInfo:
         """Unpickling (a replay saved by ``bench/checkpoint.py``): a job saved before the fields
         read from its podgroup existed gets them."""
         self.__dict__.update(state)
+        self.__dict__.setdefault("facts", None)
         if "min_member" not in state:
             self._read_podgroup_spec()
 

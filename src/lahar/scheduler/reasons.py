@@ -94,9 +94,9 @@ def _admission_reason(ssn: Session, job: JobInfo, queue, notes: dict) -> dict | 
 
 
 def _gang_reason(ssn: Session, job: JobInfo, queue, notes: dict) -> dict | None:
-    ok, message = ssn.job_valid(job)
-    if not ok:
-        return {"kind": "gang-invalid", "message": message}
+    facts = ssn.job_facts(job)
+    if not facts.valid:
+        return {"kind": "gang-invalid", "message": facts.valid_message}
     return None
 
 

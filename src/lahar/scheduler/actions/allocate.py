@@ -90,7 +90,8 @@ def _build_context(ssn: Session) -> tuple[PriorityQueue[QueueInfo], dict[str, li
             job.phase = "Inqueue"
         if TaskStatus.PENDING not in job.status_index:
             continue  # nothing to place (most jobs of a busy cluster): the checks below are pure
-        if not ssn.job_valid(job)[0]:
+        facts = ssn.job_facts(job)
+        if not facts.valid:
             continue
         queue = ssn.queues.get(job.queue)
         if queue is None:
@@ -98,7 +99,7 @@ def _build_context(ssn: Session) -> tuple[PriorityQueue[QueueInfo], dict[str, li
         if ssn.suspended(queue):
             ssn.note(job.uid, kind="queue-suspended", queue=queue.name)
             continue
-        tasks = [task for task in job.tasks_in(TaskStatus.PENDING) if not task.resreq.is_empty()]
+        tasks = facts.requesting(job)
         if not tasks:
             continue
         if job.queue not in waiting:

@@ -48,7 +48,7 @@ def _pending_best_effort(ssn: Session) -> list[TaskInfo]:
     for job in ssn.jobs.values():
         if not job.best_effort_tasks:  # no task of it asks for nothing: none to backfill
             continue
-        if job.is_pending() or not ssn.job_valid(job)[0]:
+        if job.is_pending() or not ssn.job_facts(job).valid:
             continue
         queue = ssn.queues.get(job.queue)
         if queue is None or ssn.suspended(queue):

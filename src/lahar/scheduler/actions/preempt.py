@@ -26,10 +26,13 @@ from lahar.scheduler.pqueue import PriorityQueue
 def execute(ssn: Session) -> None:
     starving: dict[str, list[JobInfo]] = {}
     for job in ssn.jobs.values():  # pure checks, the cheap ones first
-        if job.is_pending() or not ssn.job_starving(job):
+        if job.is_pending():
+            continue
+        facts = ssn.job_facts(job)
+        if not facts.starving:
             continue
         queue = ssn.queues.get(job.queue)
-        if queue is None or ssn.suspended(queue) or not ssn.job_valid(job)[0]:
+        if queue is None or ssn.suspended(queue) or not facts.valid:
             continue
         starving.setdefault(job.queue, []).append(job)
     queues: PriorityQueue[QueueInfo] = PriorityQueue(ssn.queue_order_fn, [ssn.queues[q] for q in starving])
@@ -45,7 +48,9 @@ def _between_jobs(ssn: Session, starving: list[JobInfo]) -> None:
     turn, not when the action starts as Volcano builds them: the order functions read only each
     job's and task's own state, and phase A and B of other queues change nothing in this one, so
     the heaps come out the same; a queue with nothing to do never needs them."""
-    if all(_nothing_to_do(ssn, job) for job in starving):
+    # nothing changes while the jobs are looked at: tasks that ask alike give up alike
+    answers: dict[tuple, bool] | None = None if ssn._enabled("pre_predicate") else {}
+    if all(_nothing_to_do(ssn, job, answers) for job in starving):
         return  # taking the jobs in order would change nothing (a deep backlog pays for the heap)
     jobs, tasks = _heaps(ssn, starving)
     while not jobs.empty():
@@ -183,14 +188,32 @@ def _prospects(ssn: Session, preemptor: TaskInfo, job: JobInfo, queue: QueueInfo
     return _possible_nodes(ssn, preemptor, held)
 
 
-def _nothing_to_do(ssn: Session, job: JobInfo) -> bool:
+def _nothing_to_do(ssn: Session, job: JobInfo, answers: dict[tuple, bool] | None = None) -> bool:
     """Phase A for ``job``, a starving job of the queue whose turn it is, would change nothing:
     preempt gives up at once for each of its pending tasks (a task that gives up changes
     nothing, so the next one meets the same session, and so does the next job). The job is
     still starving: whether it is depends on its own tasks only, and before its queue's turn
-    only its queue's own preemptors (phase A) or its own tasks (phase B) could have moved them."""
+    only its queue's own preemptors (phase A) or its own tasks (phase B) could have moved them.
+
+    ``answers`` (when given) keeps the answer for each kind of task while nothing changes: a
+    task that is nominated nowhere gives up or not by its preemptable key, its preemption policy
+    and its request alone (``_prospects`` reads nothing else of it when no pre-predicate is
+    enabled: its queue's victims and refusal, and the nodes where that request could fit)."""
     queue = ssn.queues[job.queue]
-    return all(_prospects(ssn, task, job, queue, ssn.preemptable_key(task), "A") == frozenset() for task in job.tasks_in(TaskStatus.PENDING))
+    for task in job.tasks_in(TaskStatus.PENDING):
+        key = ssn.preemptable_key(task)
+        if answers is None or task.nominated_node:
+            if _prospects(ssn, task, job, queue, key, "A") != frozenset():
+                return False
+            continue
+        req = task.init_resreq
+        shape = (key, task.preemption_policy, req.milli_cpu, req.memory, tuple(req.scalars.items()) if req.scalars else None)
+        answer = answers.get(shape)
+        if answer is None:
+            answer = answers[shape] = _prospects(ssn, task, job, queue, key, "A") == frozenset()
+        if not answer:
+            return False
+    return True
 
 
 def _victims_on(ssn: Session, preemptor: TaskInfo, node: NodeInfo, keep: Callable[[TaskInfo], bool], key: tuple | None, phase: str) -> list[TaskInfo]:

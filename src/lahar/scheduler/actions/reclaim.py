@@ -20,7 +20,7 @@ from lahar.scheduler.api import JobInfo, QueueInfo, TaskInfo, TaskStatus
 from lahar.scheduler.actions.victims import choose_minimal, keeps_deserved
 from lahar.scheduler.framework.session import Session
 from lahar.scheduler.framework.statement import Statement
-from lahar.scheduler.pqueue import PriorityQueue, pop_order
+from lahar.scheduler.pqueue import PriorityQueue
 
 
 def execute(ssn: Session) -> None:
@@ -91,9 +91,10 @@ def _refused_throughout(ssn: Session, queue: QueueInfo, jobs: list[JobInfo]) -> 
     tasks are noted in task order, as the long way would note them."""
     notes: list[tuple[str, TaskInfo]] = []
     for job in jobs:
-        if not ssn.job_starving(job):
+        facts = ssn.job_facts(job)
+        if not facts.starving:
             continue
-        for task in pop_order(ssn.task_order_fn, job.tasks_in(TaskStatus.PENDING)):
+        for task in facts.pending(ssn, job):
             if task.preemption_policy == "Never":
                 continue
             if not ssn.preemptive(queue, [task]):
@@ -122,8 +123,9 @@ def _starving(ssn: Session) -> tuple[PriorityQueue[QueueInfo], dict[str, list[Jo
         queue = ssn.queues.get(job.queue)
         if queue is None:
             continue
-        hungry = ssn.job_starving(job)
-        if (hungry or queue.uid not in seen) and not ssn.job_valid(job)[0]:
+        facts = ssn.job_facts(job)
+        hungry = facts.starving
+        if (hungry or queue.uid not in seen) and not facts.valid:
             continue
         if queue.uid not in seen:
             seen.add(queue.uid)

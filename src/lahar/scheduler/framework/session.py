@@ -20,9 +20,9 @@ import numpy as np
 from lahar.resources import Resource
 from lahar.scheduler.api import FitError, JobInfo, NodeInfo, PredicateError, QueueInfo, StatusCode, TaskInfo, TaskStatus
 from lahar.scheduler.framework.config import Arguments, PluginOption, SchedulerConf, Tier
-from lahar.scheduler.pqueue import KeyedQueue, PriorityQueue
+from lahar.scheduler.pqueue import KeyedQueue, PriorityQueue, pop_order
 
-__all__ = ["Session", "Decision", "EventHandler", "PERMIT", "ABSTAIN", "REJECT"]
+__all__ = ["Session", "Decision", "EventHandler", "JobFacts", "PERMIT", "ABSTAIN", "REJECT"]
 
 PERMIT, ABSTAIN, REJECT = 1, 0, -1
 
@@ -75,6 +75,36 @@ class Decision:
         if self.reason is not None:
             out["reason"] = self.reason
         return out
+
+
+class JobFacts:
+    """What the session's plugins answer about a job from its tasks alone: validity (gang),
+    starving (gang, priority), its pending tasks in task order. Every action asks again for
+    every waiting job; the answers stand while the job's tasks do (``JobInfo.changes``) under
+    the same configuration, so a job copy keeps them, across cycles too when the next snapshot
+    takes the copy back. Sound because every plugin registering these callbacks reads only the
+    job's own tasks and fields fixed with its podgroup (``tests/property/test_job_facts.py``)."""
+
+    __slots__ = ("changes", "conf", "valid", "valid_message", "starving", "_pending", "_requesting")
+
+    def __init__(self, ssn: "Session", job: JobInfo) -> None:
+        self.changes, self.conf = job.changes, ssn.conf
+        self.valid, self.valid_message = ssn.job_valid(job)
+        self.starving = ssn.job_starving(job)
+        self._pending: list[TaskInfo] | None = None
+        self._requesting: list[TaskInfo] | None = None
+
+    def pending(self, ssn: "Session", job: JobInfo) -> list[TaskInfo]:
+        """The job's pending tasks in task order (as a heap of them pops them)."""
+        if self._pending is None:
+            self._pending = pop_order(ssn.task_order_fn, job.tasks_in(TaskStatus.PENDING))
+        return self._pending
+
+    def requesting(self, job: JobInfo) -> list[TaskInfo]:
+        """The pending tasks that request something, in the job's index order (allocate's worksheet)."""
+        if self._requesting is None:
+            self._requesting = [task for task in job.tasks_in(TaskStatus.PENDING) if not task.resreq.is_empty()]
+        return self._requesting
 
 
 @dataclass
@@ -265,6 +295,13 @@ class Session:
 
     # ----------------------------------------------------------------- job predicates
 
+    def job_facts(self, job: JobInfo) -> JobFacts:
+        """The job's ``JobFacts``, worked out again only when its tasks changed."""
+        facts = job.facts
+        if facts is None or facts.changes != job.changes or facts.conf is not self.conf:
+            facts = job.facts = JobFacts(self, job)
+        return facts
+
     def job_ready(self, job: JobInfo) -> bool:
         return all(fn(job) for _, _, fn in self._enabled("job_ready"))
 
@@ -373,7 +410,9 @@ class Session:
     def preemptable_key(self, preemptor: TaskInfo) -> tuple | None:
         """What every enabled Preemptable answer depends on, besides the candidates: equal keys
         and equal candidates give equal victims. None when some plugin declares no key."""
-        keys = self._companions("preemptable", "preemptable_key")
+        keys = self.memo.get("preemptable-keys", False)
+        if keys is False:  # the plugins registered at open: which keys to ask is known from then on
+            keys = self.memo["preemptable-keys"] = self._companions("preemptable", "preemptable_key")
         return None if keys is None else tuple([key(preemptor) for key in keys])
 
     def build_victims_queue(self, victims: Iterable[TaskInfo], preemptor: TaskInfo) -> PriorityQueue[TaskInfo]:

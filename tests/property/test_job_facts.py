@@ -1,0 +1,74 @@
+"""A job's ``JobFacts`` (validity, starving, pending tasks in task order) are kept on its copy
+while its tasks stand, across cycles too when the snapshot takes the copy back. Every time a
+kept answer is given here, it must be what the plugins answer now: in a backlogged trace slice
+(jobs wait for many cycles, are bound, evicted and reclaimed) and in every seed scenario."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from lahar.scheduler.framework.config import default_config_text, load_config
+from lahar.scheduler.framework.session import JobFacts, Session
+from lahar.sim.compare import Clock, replay
+from lahar.sim.engine import Simulation
+from lahar.sim.inputs import load_simulation_inputs
+from lahar.sim.traces import build_workload, parse_cluster
+
+ROOT = Path(__file__).resolve().parents[2]
+SLICE = ROOT / "tests" / "data" / "traces" / "philly-head.csv"
+SCENARIOS = sorted(p for folder in (ROOT / "examples" / "seeds", ROOT / "tests" / "data" / "scenarios") for p in folder.glob("*.yaml"))
+
+
+def _answers(facts: JobFacts, ssn: Session, job) -> tuple:
+    return (facts.valid, facts.valid_message, facts.starving, facts.pending(ssn, job), facts.requesting(job))
+
+
+@pytest.fixture
+def kept(monkeypatch):
+    """Wrap ``Session.job_facts``: every answer kept from before must equal a fresh one."""
+    counts = {"kept": 0, "across cycles": 0}
+    original = Session.job_facts
+
+    def job_facts(self, job):
+        before = job.facts
+        facts = original(self, job)
+        if facts is before:
+            counts["kept"] += 1
+            counts["across cycles"] += getattr(facts, "_seen_in", self.uid) != self.uid
+            assert _answers(facts, self, job) == _answers(JobFacts(self, job), self, job), job.uid
+        facts._seen_in = self.uid
+        return facts
+
+    monkeypatch.setattr(Session, "job_facts", job_facts)
+    return counts
+
+
+class _Tagged(JobFacts):
+    __slots__ = ("_seen_in",)
+
+
+@pytest.fixture(autouse=True)
+def _taggable(monkeypatch):
+    """Facts that can carry the uid of the session that last asked (to count reuse across cycles)."""
+    from lahar.scheduler.framework import session
+
+    monkeypatch.setattr(session, "JobFacts", _Tagged)
+
+
+@pytest.mark.parametrize("nodes", ["3 x cpu=64,memory=512Gi,gpu=8", "6 x cpu=64,memory=512Gi,gpu=8"])
+def test_kept_facts_are_the_plugins_answers_in_a_backlog(kept, nodes):
+    workload = build_workload(f"philly:{SLICE}", limit=150)
+    workload.nodes = parse_cluster([nodes])  # too small for the slice: jobs wait, queues borrow and reclaim
+    objects, _ = workload.objects(None)
+    sim = Simulation(objects, load_config(default_config_text()), period=1.0)
+    sim.keep_cycles = False
+    replay(sim, objects, Clock(period=1.0, until=None, cycles=None))
+    assert kept["kept"] > 1000 and kept["across cycles"] > 100, kept
+
+
+@pytest.mark.parametrize("path", SCENARIOS, ids=[p.stem for p in SCENARIOS])
+def test_kept_facts_are_the_plugins_answers_in_the_seed_scenarios(kept, path):
+    objects, conf = load_simulation_inputs([str(path)], None)
+    Simulation(objects, conf, period=1.0).run_cycles(30)
