@@ -48,7 +48,6 @@ __all__ = [
 ]
 
 MIN_RESOURCE = 0.1
-_new_resource = object.__new__
 MAX_FLOAT = sys.float_info.max
 MAX_INT64 = float(2**63 - 1)
 
@@ -99,7 +98,7 @@ class Resource:
     # ----------------------------------------------------------------- construction
 
     @classmethod
-    def from_list(cls, resource_list: Mapping[str, str | int | float] | None) -> "Resource":
+    def from_list(cls, resource_list: Mapping[str, str | int | float | Fraction] | None) -> "Resource":
         """Build from a Kubernetes resource list, as Volcano's ``NewResource``.
 
         cpu -> milli-cores; memory -> bytes (rounded up); pods -> a count (also ``max_task_num``);
@@ -145,7 +144,7 @@ class Resource:
     def clone(self) -> "Resource":
         """A copy. Values are already floats (the constructor and every operation keep them so),
         so the copy skips the constructor's conversions: a cycle clones hundreds of thousands."""
-        twin = _new_resource(Resource)
+        twin = Resource.__new__(Resource)  # no constructor run in Python; compiled, it runs with its defaults
         twin.milli_cpu = self.milli_cpu
         twin.memory = self.memory
         twin.scalars = self.scalars.copy() if self.scalars is not None else None
@@ -490,7 +489,8 @@ class Resource:
             return f"{value:.2f}"
 
         parts = [f"cpu {fmt(self.milli_cpu)}", f"memory {fmt(self.memory)}"]
-        parts += [f"{name} {fmt(self.scalars[name])}" for name in sorted(self.scalars or {})]
+        scalars = self.scalars or {}
+        parts += [f"{name} {fmt(scalars[name])}" for name in sorted(scalars)]
         return ", ".join(parts)
 
     def __eq__(self, other: object) -> bool:

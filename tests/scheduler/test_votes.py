@@ -8,7 +8,8 @@ from __future__ import annotations
 import pytest
 
 from lahar.resources import Resource
-from lahar.scheduler.api import JobInfo, TaskInfo
+from lahar.model import Queue
+from lahar.scheduler.api import JobInfo, QueueInfo, TaskInfo
 from lahar.scheduler.framework.config import load_config
 from lahar.scheduler.framework.session import ABSTAIN, PERMIT, REJECT, Session
 
@@ -21,6 +22,10 @@ def session(*tiers: list[str], flags: dict | None = None) -> Session:
         fill_defaults=flags is None,
     )
     return Session(uid="s", jobs={}, nodes={}, queues={}, conf=conf)
+
+
+def queue(name: str = "q") -> QueueInfo:
+    return QueueInfo(Queue.model_validate({"metadata": {"name": name}, "spec": {"weight": 1}}))
 
 
 def job(uid: str) -> JobInfo:
@@ -61,7 +66,7 @@ def test_starving_is_false_without_any_plugin_and_uses_first_tier_only():
 def test_disabled_flag_skips_callback():
     ssn = session(["priority"], flags={"enabledOverused": False})
     ssn.add("overused", "priority", lambda q: True)
-    assert ssn.overused(None) is False
+    assert ssn.overused(queue()) is False
 
 
 def test_victims_intersect_within_a_tier_and_first_non_nil_tier_wins():
@@ -107,7 +112,7 @@ def test_allocatable_is_and_overused_is_or():
     ssn = session(["proportion", "capacity"])
     ssn.add("allocatable", "proportion", lambda q, t: True)
     ssn.add("allocatable", "capacity", lambda q, t: False)
-    assert ssn.allocatable(None, task("a")) is False
+    assert ssn.allocatable(queue(), task("a")) is False
     ssn.add("overused", "proportion", lambda q: False)
     ssn.add("overused", "capacity", lambda q: True)
-    assert ssn.overused(None) is True
+    assert ssn.overused(queue()) is True

@@ -1,5 +1,5 @@
 """``JobInfo`` reads its podgroup's minMember and the names of its minResources once, when built
-(every cycle asks them of every job); a job pickled before those fields existed gets them back."""
+(every cycle asks them of every job); a pickled job keeps them."""
 
 from __future__ import annotations
 
@@ -24,11 +24,8 @@ def test_without_a_podgroup_or_min_resources():
     assert job_from_podgroup(group, {}).min_resource_names is None
 
 
-def test_a_job_pickled_without_the_fields_gets_them():
+def test_a_pickled_job_keeps_the_fields():
     job = job_from_podgroup(podgroup("j").queue("q").min_member(2).min_resources(cpu=1).build(), {})
-    state = dict(job.__dict__)
-    del state["min_member"], state["min_resource_names"]  # as saved by an older version
-    old = JobInfo.__new__(JobInfo)
-    old.__dict__.update(state)
-    restored = pickle.loads(pickle.dumps(old))
-    assert (restored.min_member, restored.min_resource_names) == (2, ("cpu",))
+    restored = pickle.loads(pickle.dumps(job))
+    assert (restored.uid, restored.queue, restored.min_member, restored.min_resource_names) == (job.uid, "q", 2, ("cpu",))
+    assert restored.podgroup == job.podgroup and restored.facts is None

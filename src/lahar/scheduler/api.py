@@ -21,6 +21,8 @@ from lahar.resources import Resource
 if TYPE_CHECKING:
     from lahar.model.queue import Queue
     from lahar.model.workload import Pod, PodGroup
+    from lahar.scheduler.columnar import NodeIndex
+    from lahar.scheduler.framework.session import JobFacts
 
 __all__ = [
     "TaskStatus",
@@ -101,11 +103,11 @@ class TaskInfo:
 
     def __init__(
         self,
-        uid: str,
-        name: str,
-        namespace: str,
-        job: str,
-        resreq: Resource,
+        uid: str = "",
+        name: str = "",
+        namespace: str = "",
+        job: str = "",
+        resreq: Resource | None = None,
         *,
         status: TaskStatus = TaskStatus.PENDING,
         node_name: str = "",
@@ -120,6 +122,8 @@ class TaskInfo:
         duration: float | None = None,
     ) -> None:
         self.uid, self.name, self.namespace, self.job = uid, name, namespace, job
+        if resreq is None:
+            resreq = Resource()
         self.resreq = resreq
         self.init_resreq = resreq
         self.status = status
@@ -143,7 +147,7 @@ class TaskInfo:
 
     def clone(self) -> "TaskInfo":
         """A shallow copy (requests and the pod are shared: a session never changes them)."""
-        twin = object.__new__(TaskInfo)
+        twin = TaskInfo.__new__(TaskInfo)  # no constructor run in Python; compiled, it runs with its defaults
         twin.uid, twin.name, twin.namespace, twin.job = self.uid, self.name, self.namespace, self.job
         twin.role, twin.pod, twin.resreq, twin.init_resreq = self.role, self.pod, self.resreq, self.init_resreq
         twin.node_name, twin.status, twin.priority, twin.preemptable = self.node_name, self.status, self.priority, self.preemptable
@@ -239,12 +243,15 @@ class FitErrors:
 class JobInfo:
     """One podgroup and its tasks, with the counters the gang rules read."""
 
+    # also a class default: a job pickled before there were facts reads None (bench/checkpoint.py)
+    facts: "JobFacts | None" = None
+
     def __init__(
         self,
-        uid: str,
-        name: str,
-        namespace: str,
-        queue: str,
+        uid: str = "",
+        name: str = "",
+        namespace: str = "",
+        queue: str = "",
         *,
         min_available: int = 0,
         task_min_available: dict[str, int] | None = None,
@@ -279,7 +286,7 @@ class JobInfo:
         # a session's answers about this job that read only its tasks (``Session.job_facts``),
         # kept with the ``changes`` they were worked out at: a copy taken back by the next
         # snapshot keeps them while its tasks stand
-        self.facts: Any = None
+        self.facts: JobFacts | None = None
 
     def _read_podgroup_spec(self) -> None:
         """The podgroup's minMember and the names its minResources lists, read once: every cycle
@@ -288,14 +295,6 @@ class JobInfo:
         self.min_member = podgroup.spec.min_member if podgroup is not None else self.min_available
         listed = podgroup.spec.min_resources if podgroup is not None else None
         self.min_resource_names: tuple[str, ...] | None = tuple(listed) if listed is not None else None
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        """Unpickling (a replay saved by ``bench/checkpoint.py``): a job saved before the fields
-        read from its podgroup existed gets them."""
-        self.__dict__.update(state)
-        self.__dict__.setdefault("facts", None)
-        if "min_member" not in state:
-            self._read_podgroup_spec()
 
     # ----------------------------------------------------------------- membership
 
@@ -476,8 +475,14 @@ class JobInfo:
 
     def clone(self) -> "JobInfo":
         """A deep copy: every task cloned, indexes and sums copied rather than recomputed."""
-        twin = JobInfo.__new__(JobInfo)
-        twin.__dict__.update(self.__dict__)
+        twin = JobInfo.__new__(JobInfo)  # no constructor run in Python; compiled, it runs with its defaults
+        twin.uid, twin.name, twin.namespace, twin.queue = self.uid, self.name, self.namespace, self.queue
+        twin.min_available, twin.task_min_available_total = self.min_available, self.task_min_available_total
+        twin.priority, twin.creation, twin.podgroup, twin.phase = self.priority, self.creation, self.podgroup, self.phase
+        twin.min_member, twin.min_resource_names = self.min_member, self.min_resource_names
+        twin.min_resources, twin.preemptable, twin.best_effort_tasks = self.min_resources, self.preemptable, self.best_effort_tasks
+        twin._ready, twin.changes, twin.job_fit_errors, twin.reason = self._ready, self.changes, self.job_fit_errors, self.reason
+        twin.facts = self.facts
         twin.task_min_available = dict(self.task_min_available)
         twin.tasks = {uid: task.clone() for uid, task in self.tasks.items()}
         twin.status_index = {s: {uid: twin.tasks[uid] for uid in bucket} for s, bucket in self.status_index.items()}
@@ -507,8 +512,8 @@ class NodeInfo:
 
     def __init__(
         self,
-        name: str,
-        allocatable: Resource,
+        name: str = "",
+        allocatable: Resource | None = None,
         *,
         capacity: Resource | None = None,
         labels: dict[str, str] | None = None,
@@ -516,6 +521,8 @@ class NodeInfo:
         taints: list[dict] | None = None,
         ready: bool = True,
     ) -> None:
+        if allocatable is None:
+            allocatable = Resource()
         self.name = name
         self.allocatable = allocatable
         self.capacity = capacity if capacity is not None else allocatable.clone()
@@ -527,8 +534,8 @@ class NodeInfo:
         self.unschedulable = unschedulable
         self.taints = list(taints or [])
         self.ready = ready
-        self.max_task_num = allocatable.max_task_num
-        self.index = None  # a columnar NodeIndex mirroring this node, when a session built one
+        self.max_task_num: float = float(allocatable.max_task_num)  # a count; infinite while predicates look past it
+        self.index: NodeIndex | None = None  # a columnar index mirroring this node, when a session built one
         self.version = 0  # bumped on every task added or removed
         self.tasks: dict[str, TaskInfo] = {}
         self._accounted: dict[str, TaskStatus] = {}
@@ -621,6 +628,10 @@ class QueueInfo:
         self.parent = queue.parent_name
         self.creation = creation
         self.state = queue.state
+
+    def __reduce__(self) -> tuple:
+        """Pickled as the queue object it reads (a compiled build makes no object without it)."""
+        return (QueueInfo, (self.queue, self.creation))
 
     def reclaimable(self) -> bool:
         return self.queue.reclaimable

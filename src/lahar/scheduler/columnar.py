@@ -23,7 +23,7 @@ import numpy as np
 from lahar.resources import CPU, MEMORY, MIN_RESOURCE, Resource
 
 if TYPE_CHECKING:
-    from lahar.scheduler.api import NodeInfo
+    from lahar.scheduler.api import FitErrors, NodeInfo
 
 __all__ = ["NodeIndex", "ClassView"]
 
@@ -147,7 +147,7 @@ class ClassView:
         self.allowed = static & (index.max_pods > index.pods) if pod_limit else static.copy()
         self.scores = scorer(every) if len(every) else np.zeros(0)
         self._cols, self._values = req[0].tolist(), req[1].tolist()
-        self.errors = None  # (position, FitErrors) of the last search that found no node
+        self.errors: tuple[int, FitErrors] | None = None  # (position, why) of the last search that found no node
 
     def sync(self) -> None:
         index = self.index

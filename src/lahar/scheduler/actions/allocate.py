@@ -136,9 +136,10 @@ def allocate_tasks(ssn: Session, job: JobInfo, tasks: PriorityQueue[TaskInfo], c
             if job.need_continue_allocating():
                 continue
             break
-        node, errors = _choose_node(ssn, task, role_errors if cache_errors else None)
+        node, why = _choose_node(ssn, task, role_errors if cache_errors else None)
         if node is None:
-            job.fit_errors[task.uid] = errors
+            assert why is not None  # no node comes with the reason
+            job.fit_errors[task.uid] = why
             if job.need_continue_allocating():
                 continue
             break

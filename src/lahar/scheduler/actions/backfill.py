@@ -28,8 +28,9 @@ def execute(ssn: Session) -> None:
         if not nodes:
             job.fit_errors[task.uid] = errors
             continue
-        node = ssn.best_node(task, nodes)
-        allocate_and_dispatch(ssn, task, node.name)
+        best = ssn.best_node(task, nodes)
+        assert best is not None  # there are nodes to choose from
+        allocate_and_dispatch(ssn, task, best.name)
 
 
 def allocate_and_dispatch(ssn: Session, task: TaskInfo, node_name: str) -> None:

@@ -106,6 +106,10 @@ class JobFacts:
             self._requesting = [task for task in job.tasks_in(TaskStatus.PENDING) if not task.resreq.is_empty()]
         return self._requesting
 
+    def __reduce__(self) -> tuple:
+        """A pickled job leaves its facts behind (they are worked out again when asked)."""
+        return (type(None), ())
+
 
 @dataclass
 class EventHandler:
@@ -128,7 +132,7 @@ class Session:
     events: list[dict[str, Any]] = field(default_factory=list)
     plugins: dict[str, Any] = field(default_factory=dict)
     event_handlers: list[EventHandler] = field(default_factory=list)
-    fns: dict[str, dict[str, Callable]] = field(default_factory=dict)
+    fns: dict[str, dict[str, Any]] = field(default_factory=dict)
     enqueue_enabled: bool = False
     # Lahar: why each queue or job could not get more this cycle, filled by actions and plugins
     notes: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
@@ -161,7 +165,8 @@ class Session:
     def tiers(self) -> list[Tier]:
         return self.conf.tiers
 
-    def add(self, kind: str, plugin: str, fn: Callable) -> None:
+    def add(self, kind: str, plugin: str, fn: Callable | bool) -> None:
+        """Register a plugin's callback of one kind (a flag, for ``preemptable_per_task``)."""
         self.fns.setdefault(kind, {})[plugin] = fn
         self._enabled_cache.pop(kind, None)
 
@@ -416,13 +421,10 @@ class Session:
         return None if keys is None else tuple([key(preemptor) for key in keys])
 
     def build_victims_queue(self, victims: Iterable[TaskInfo], preemptor: TaskInfo) -> PriorityQueue[TaskInfo]:
-        """Victims in eviction order: the least important first (Volcano's BuildVictimsPriorityQueue)."""
+        """Victims in eviction order: the least important first (Volcano's BuildVictimsPriorityQueue).
 
-        def job_then_task(lj: JobInfo, rj: JobInfo, left: TaskInfo, right: TaskInfo) -> bool:
-            cmp = self.job_order_compare(lj, rj)
-            if cmp != 0:
-                return cmp > 0
-            return not self.task_order_fn(left, right)
+        Only one nested function, which calls no other: compiled, a nested function that calls
+        another is a reference cycle through the function's environment, which holds the session."""
 
         def less(left: TaskInfo, right: TaskInfo) -> bool:
             if left.job == right.job:
@@ -434,10 +436,16 @@ class Session:
                     return not self.task_order_fn(left, right)
                 return lj is None
             if pj is None or lj.queue == rj.queue:
-                return job_then_task(lj, rj, left, right)
+                return self._job_then_task(lj, rj, left, right)
             return self.victim_queue_order_fn(self.queues[lj.queue], self.queues[rj.queue], self.queues[pj.queue])
 
         return PriorityQueue(less, victims)
+
+    def _job_then_task(self, lj: JobInfo, rj: JobInfo, left: TaskInfo, right: TaskInfo) -> bool:
+        cmp = self.job_order_compare(lj, rj)
+        if cmp != 0:
+            return cmp > 0
+        return not self.task_order_fn(left, right)
 
     # ----------------------------------------------------------------- nodes
 
@@ -478,7 +486,7 @@ class Session:
         vector = {option.name: fn for _, option, fn in self._enabled("vector_predicate")}
         if self.node_index is None or any(option.name not in vector for _, option, _ in scalar):
             return None
-        mask = np.ones(len(self.node_index.nodes), dtype=bool)
+        mask: np.ndarray = np.ones(len(self.node_index.nodes), dtype=bool)
         pod_limit = False
         for fn in vector.values():
             static, limit = fn(task, self.node_index)

@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+from typing import ClassVar
+
+from mypy_extensions import mypyc_attr
+
 from lahar.scheduler.framework.config import Arguments
 from lahar.scheduler.framework.session import Session
 
 __all__ = ["Plugin"]
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)  # plugins of extensions and tests are plain Python
 class Plugin:
     """Plugins register callbacks in ``on_session_open``; registering has no other effect.
 
@@ -17,12 +22,12 @@ class Plugin:
     answer depends on; ``Session.preemptable_key``). A plugin that registers a comparator or a
     vote without its companion is always asked the long way."""
 
-    name = ""
+    name: ClassVar[str] = ""
     # Whether the plugin's answers may depend on the session's time (``ssn.now``). The control
     # loop skips a cycle while nothing changed since the last one (a quiet tick), which is only
     # sound while no enabled plugin's answers change with the time alone: a plugin that does not
     # read the clock says so, one that does says until when its answers hold (``clock_horizon``).
-    reads_clock = True
+    reads_clock: ClassVar[bool] = True
 
     def __init__(self, arguments: Arguments | None = None, enabled_hierarchy: bool = False) -> None:
         self.arguments = arguments if arguments is not None else Arguments()

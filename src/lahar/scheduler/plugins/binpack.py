@@ -35,7 +35,7 @@ class BinpackPlugin(Plugin):
     def vector(self, task: TaskInfo, index, rows: np.ndarray) -> np.ndarray:
         """``score`` for many nodes at once."""
         total, weights = np.zeros(len(rows)), 0
-        overflow = np.zeros(len(rows), dtype=bool)
+        overflow: np.ndarray = np.zeros(len(rows), dtype=bool)
         for name in task.resreq.resource_names():
             request = task.resreq.get(name)
             weight = self.resources.get(name)

@@ -184,6 +184,7 @@ class CapacityPlugin(Plugin):
             total_deserved.add(child.deserved)
             total_guarantee.add(child.guarantee)
             cap, parent_cap = child.capability, attr.capability
+            assert cap is not None and parent_cap is not None  # every queue of the tree has one (_new_tree_attr)
             if cap.milli_cpu <= 0:
                 cap.milli_cpu = parent_cap.milli_cpu
             if cap.memory <= 0:
@@ -196,6 +197,7 @@ class CapacityPlugin(Plugin):
         if attr.name == ROOT:
             attr.guarantee, attr.deserved = total_guarantee, total_deserved
         for child in children:
+            assert attr.real_capability is not None and child.capability is not None
             real = exceeded_part(attr.real_capability, total_guarantee).add(child.guarantee)
             real.min_dimension_resource(child.capability, Dim.INFINITY)
             child.real_capability = real
@@ -357,8 +359,8 @@ class CapacityPlugin(Plugin):
 
     def _is_victim(self, ssn: Session, task: TaskInfo, reclaimer: TaskInfo, reclaimer_attr: QueueAttr, allocations: dict[str, Resource]) -> bool:
         job = ssn.jobs.get(task.job)
-        attr = self.attrs.get(job.queue) if job else None
-        if attr is None:
+        attr = self.attrs.get(job.queue) if job is not None else None
+        if job is None or attr is None:
             return False
         if not [n for n in intersection(task.resreq, reclaimer.init_resreq) if n != "pods"]:
             return False  # no resource in common with the reclaimer

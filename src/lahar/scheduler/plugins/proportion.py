@@ -71,8 +71,8 @@ class ProportionPlugin(Plugin):
             allocations: dict[str, Resource | None] = {}
             for task in reclaimees:
                 job = ssn.jobs.get(task.job)
-                attr = self.attrs.get(job.queue) if job else None
-                if attr is None:
+                attr = self.attrs.get(job.queue) if job is not None else None
+                if job is None or attr is None:
                     continue
                 if job.queue in allocations:
                     allocated = allocations[job.queue]
@@ -139,8 +139,8 @@ class ProportionPlugin(Plugin):
     def _on_allocate(self, ssn: Session, sign: int):
         def handler(task: TaskInfo) -> None:
             job = ssn.jobs.get(task.job)
-            attr = self.attrs.get(job.queue) if job else None
-            if attr is None:
+            attr = self.attrs.get(job.queue) if job is not None else None
+            if job is None or attr is None:
                 return
             if sign > 0:
                 attr.allocated.add(task.resreq)

@@ -34,14 +34,8 @@ class SlaPlugin(Plugin):
     reads_clock = True
 
     def on_session_open(self, ssn: Session) -> None:
-        default = _positive_duration(self.arguments.get(WAITING_TIME)) if WAITING_TIME in self.arguments else None
-
-        def waiting_time(job: JobInfo) -> float | None:
-            annotations = job.podgroup.metadata.annotations if job.podgroup is not None else None
-            own = _positive_duration(annotations[WAITING_TIME]) if annotations and WAITING_TIME in annotations else None
-            return own if own is not None else default
-
-        self._waiting_time = waiting_time
+        self._default = _positive_duration(self.arguments.get(WAITING_TIME)) if WAITING_TIME in self.arguments else None
+        waiting_time = self._waiting_time  # a method, not a nested function: see Session.build_victims_queue
 
         def job_order(left: JobInfo, right: JobInfo) -> int:
             lwait, rwait = waiting_time(left), waiting_time(right)
@@ -64,6 +58,11 @@ class SlaPlugin(Plugin):
         ssn.add("job_order_key", self.name, job_order_key)
         ssn.add("job_enqueueable", self.name, permitable)
         ssn.add("job_pipelined", self.name, permitable)
+
+    def _waiting_time(self, job: JobInfo) -> float | None:
+        annotations = job.podgroup.metadata.annotations if job.podgroup is not None else None
+        own = _positive_duration(annotations[WAITING_TIME]) if annotations and WAITING_TIME in annotations else None
+        return own if own is not None else self._default
 
     def clock_horizon(self, ssn: Session) -> float:
         """The next deadline (creation + waiting time) still ahead: until then sla lets in the
