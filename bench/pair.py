@@ -18,6 +18,9 @@ turns going first (nothing is applied, so every cycle meets the same cluster), a
 of the two versions' CPU per cycle are printed with their ratio. That is the part of every busy
 server tick that grows with the running jobs.
 
+It replaces functions, so it needs the core as plain Python (an editable install, or
+``LAHAR_PURE_PYTHON=1 pip install .``): compiled, the core calls its own functions directly.
+
 ``--variants MODULE`` names an importable module (``PYTHONPATH``) defining ``OLD`` and ``NEW``,
 two tuples of functions, and ``use(functions)``, which installs one tuple (assigns class
 attributes or module globals). Without it both sides run the code as it is: the ratio printed is
@@ -47,6 +50,7 @@ import sys
 import time
 from types import SimpleNamespace
 
+import lahar.scheduler.api
 from lahar.scheduler.cache import ClusterState
 from lahar.scheduler.cycle import paused_gc, run_cycle
 
@@ -125,6 +129,9 @@ def main() -> None:
     for name in ("OLD", "NEW", "use"):
         if not hasattr(variants, name):
             sys.exit(f"--variants {args.variants}: the module defines no {name}")
+    if args.variants is not None and not lahar.scheduler.api.__file__.endswith(".py"):
+        sys.exit("--variants replaces functions inside the scheduling core, which is compiled here and calls its own "
+                 "functions directly: run pair.py on a plain-Python install (pip install -e ., or LAHAR_PURE_PYTHON=1 pip install .)")
     with open(args.file, "rb") as source:
         saved = pickle.load(source)
     if isinstance(saved, tuple) and saved and isinstance(saved[0], ClusterState):

@@ -16,6 +16,9 @@ from lahar.sim.engine import Simulation
 from lahar.sim.inputs import load_simulation_inputs
 from lahar.sim.traces import build_workload, parse_cluster
 
+# replaces functions inside the scheduling core (see tests/test_python_source.py)
+pytestmark = pytest.mark.python_source
+
 ROOT = Path(__file__).resolve().parents[2]
 SLICE = ROOT / "tests" / "data" / "traces" / "philly-head.csv"
 SCENARIOS = sorted(p for folder in (ROOT / "examples" / "seeds", ROOT / "tests" / "data" / "scenarios") for p in folder.glob("*.yaml"))

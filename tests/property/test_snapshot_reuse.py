@@ -18,6 +18,9 @@ from lahar.sim.inputs import load_simulation_inputs
 from lahar.sim.traces import build_workload
 from tests.builders import node, pod, podgroup, queue
 
+# replaces functions inside the scheduling core (see tests/test_python_source.py)
+pytestmark = pytest.mark.python_source
+
 ROOT = Path(__file__).resolve().parents[2]
 SLICE = ROOT / "tests" / "data" / "traces" / "philly-head.csv"
 OWNED = ("tasks", "status_index", "allocated", "total_request", "fit_errors", "conditions", "changes", "facts")
