@@ -76,7 +76,11 @@ def close_session(ssn: Session) -> CycleResult:
     _record_uncommitted_pipelines(ssn)
     outcomes = {}
     for job in ssn.jobs.values():
-        job.phase = podgroup_phase(job, _unschedulable_now(ssn, job))
+        kept = ssn.job_facts(job).kept
+        counts = kept.get("scheduled")
+        if counts is None:
+            counts = kept["scheduled"] = scheduled_counts(job)
+        job.phase = podgroup_phase(job, _unschedulable_now(ssn, job), counts)
         index = job.status_index
         outcomes[job.uid] = JobOutcome(
             phase=job.phase,
@@ -151,19 +155,24 @@ def _unschedulable_now(ssn: Session, job: JobInfo) -> bool:
     return False
 
 
-def podgroup_phase(job: JobInfo, unschedulable: bool) -> str:
-    """Volcano's ``getPodGroupPhase`` at session close."""
-    index = job.status_index
-    if unschedulable and index.get(TaskStatus.RUNNING):
-        return "Unknown"
+def scheduled_counts(job: JobInfo) -> tuple[int, int]:
+    """The job's scheduled tasks (releasing ones still on a node included) and its completed ones."""
     scheduled = completed = 0
-    for status, tasks in index.items():
+    for status, tasks in job.status_index.items():
         if status in SCHEDULED_STATUSES:
             scheduled += len(tasks)
             if status in COMPLETED_STATUSES:
                 completed += len(tasks)
         elif status is TaskStatus.RELEASING:
             scheduled += sum(1 for t in tasks.values() if t.node_name)
+    return scheduled, completed
+
+
+def podgroup_phase(job: JobInfo, unschedulable: bool, counts: tuple[int, int] | None = None) -> str:
+    """Volcano's ``getPodGroupPhase`` at session close (``counts``: ``scheduled_counts(job)``)."""
+    if unschedulable and job.status_index.get(TaskStatus.RUNNING):
+        return "Unknown"
+    scheduled, completed = counts if counts is not None else scheduled_counts(job)
     minimum = job.min_member  # the podgroup's minMember (minAvailable without a podgroup)
     if scheduled >= minimum:
         return "Completed" if scheduled == completed else "Running"

@@ -137,20 +137,30 @@ def _releasing(ssn: Session, node_name: str) -> bool:
 
 
 def _deserved_reason(ssn: Session, job: JobInfo) -> dict:
-    pending = job.tasks_in(TaskStatus.PENDING)
-    if len(pending) == 1:
-        request = pending[0].resreq  # only read below: the sum of one is the request itself
-    else:
-        request = Resource()
-        for task in pending:
-            request.add(task.resreq)
+    kept = ssn.job_facts(job).kept  # the pending request reads the tasks alone
+    asked = kept.get("pending-request")
+    if asked is None:
+        asked = kept["pending-request"] = _pending_request(job)
+    request, request_key = asked
     # the same for every waiting job of the queue that asks alike: written once per session
     written = ssn.memo.setdefault("deserved-reasons", {})
-    key = (job.queue, request.milli_cpu, request.memory, tuple((request.scalars or {}).items()))
+    key = (job.queue, request_key)
     message = written.get(key)
     if message is None:
         message = written[key] = _deserved_message(ssn, job.queue, request)
     return {"kind": "deserved", "message": message}
+
+
+def _pending_request(job: JobInfo) -> tuple[Resource, tuple]:
+    """The sum of the job's pending requests (only read), and a key equal for equal sums."""
+    pending = job.tasks_in(TaskStatus.PENDING)
+    if len(pending) == 1:
+        request = pending[0].resreq  # the sum of one is the request itself
+    else:
+        request = Resource()
+        for task in pending:
+            request.add(task.resreq)
+    return request, (request.milli_cpu, request.memory, tuple((request.scalars or {}).items()))
 
 
 def _deserved_message(ssn: Session, queue: str, request: Resource) -> str:

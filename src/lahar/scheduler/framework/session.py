@@ -85,7 +85,7 @@ class JobFacts:
     takes the copy back. Sound because every plugin registering these callbacks reads only the
     job's own tasks and fields fixed with its podgroup (``tests/property/test_job_facts.py``)."""
 
-    __slots__ = ("changes", "conf", "valid", "valid_message", "starving", "_pending", "_requesting")
+    __slots__ = ("changes", "conf", "valid", "valid_message", "starving", "_pending", "_requesting", "kept")
 
     def __init__(self, ssn: "Session", job: JobInfo) -> None:
         self.changes, self.conf = job.changes, ssn.conf
@@ -93,6 +93,9 @@ class JobFacts:
         self.starving = ssn.job_starving(job)
         self._pending: list[TaskInfo] | None = None
         self._requesting: list[TaskInfo] | None = None
+        # anything else worked out from the job's tasks alone, kept as long as these facts, by
+        # whoever works it out (session close: the gang message, the phase counts, the request)
+        self.kept: dict[str, Any] = {}
 
     def pending(self, ssn: "Session", job: JobInfo) -> list[TaskInfo]:
         """The job's pending tasks in task order (as a heap of them pops them)."""

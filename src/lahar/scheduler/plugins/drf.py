@@ -22,12 +22,16 @@ class DrfPlugin(Plugin):
     def on_session_open(self, ssn: Session) -> None:
         self.total = ssn.total_resource.clone()
         self._dims = [(name, total) for name, total in self.total.dims() if total >= MIN_RESOURCE]
+        # each job's allocation and share; a job that holds nothing (every waiting job of a
+        # backlog) has share 0 and gets its entry when it first needs one (``_allocated``)
+        self.jobs = ssn.jobs
         self.allocated: dict[str, Resource] = {}
         self.shares: dict[str, float] = {}
         for job in ssn.jobs.values():
-            allocated = job.allocated.clone()  # JobInfo keeps it as the sum over its allocated tasks
-            self.allocated[job.uid] = allocated
-            self.shares[job.uid] = self._share(allocated)
+            held = job.allocated  # JobInfo keeps it as the sum over its allocated tasks
+            if held.milli_cpu or held.memory or (held.scalars and any(held.scalars.values())):
+                allocated = self.allocated[job.uid] = held.clone()
+                self.shares[job.uid] = self._share(allocated)
         ssn.add("preemptable", self.name, self._preemptable)
         ssn.add("job_order", self.name, self._job_order)
         ssn.add("job_order_key", self.name, lambda job: self.shares.get(job.uid, 0.0))
@@ -49,8 +53,15 @@ class DrfPlugin(Plugin):
             return 0
         return -1 if ls < rs else 1
 
+    def _allocated(self, uid: str) -> Resource | None:
+        """The job's allocation as drf counts it; None for a job not in the session."""
+        allocated = self.allocated.get(uid)
+        if allocated is None and uid in self.jobs:
+            allocated = self.allocated[uid] = Resource()  # held nothing at open: share 0 (same values by name)
+        return allocated
+
     def _preemptable(self, preemptor: TaskInfo, preemptees: list[TaskInfo]):
-        mine = self.allocated.get(preemptor.job)
+        mine = self._allocated(preemptor.job)
         if mine is None:
             return [], PERMIT
         left_share = self._share(mine.clone().add(preemptor.resreq))
@@ -58,9 +69,10 @@ class DrfPlugin(Plugin):
         victims = []
         for task in preemptees:
             if task.job not in allocations:
-                if task.job not in self.allocated:
+                held = self._allocated(task.job)
+                if held is None:
                     continue
-                allocations[task.job] = self.allocated[task.job].clone()
+                allocations[task.job] = held.clone()
             right_share = self._share(allocations[task.job].sub(task.resreq))
             if left_share < right_share or abs(left_share - right_share) <= SHARE_DELTA:
                 victims.append(task)
@@ -68,7 +80,7 @@ class DrfPlugin(Plugin):
 
     def _event(self, ssn: Session, sign: int):
         def handler(task: TaskInfo) -> None:
-            allocated = self.allocated.get(task.job)
+            allocated = self._allocated(task.job)
             if allocated is None:
                 return
             if sign > 0:

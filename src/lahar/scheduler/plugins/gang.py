@@ -58,11 +58,13 @@ class GangPlugin(Plugin):
             if job.is_ready():
                 _set_condition(ssn, job, SCHEDULED, "tasks in gang are ready to be scheduled", "")
                 continue
-            if skip_unschedulable_for_releasing(job):
-                continue
-            unready = job.min_available - job.ready_task_num()
-            message = f"{unready}/{len(job.tasks)} tasks in gang unschedulable: {fit_error(job)}"
-            _set_condition(ssn, job, UNSCHEDULABLE, "NotEnoughResources", message)
+            # the message up to the fit errors reads the tasks alone: kept with the job's facts
+            kept = ssn.job_facts(job).kept
+            head = kept.get("gang-unschedulable")
+            if head is None:
+                head = kept["gang-unschedulable"] = "" if skip_unschedulable_for_releasing(job) else _unschedulable_head(job)
+            if head:
+                _set_condition(ssn, job, UNSCHEDULABLE, "NotEnoughResources", head + _fit_error_tail(job))
 
 
 def _valid(job: JobInfo) -> tuple[bool, str]:
@@ -92,22 +94,30 @@ def _set_condition(ssn: Session, job: JobInfo, kind: str, reason: str, message: 
     )
 
 
-def fit_error(job: JobInfo) -> str:
-    """Volcano's ``JobInfo.FitError``: task counts by status, then the first task's node errors."""
+def _unschedulable_head(job: JobInfo) -> str:
+    """The Unschedulable message of a job that is not ready, up to its fit errors: the unready
+    count, then Volcano's ``JobInfo.FitError`` (task counts by status, then ``_fit_error_tail``)."""
     counts = tuple((status, len(tasks)) for status, tasks in job.status_index.items())
-    message = _counts_message(counts, job.min_available, job.is_ready())
+    unready = job.min_available - job.ready_task_num()
+    return f"{unready}/{len(job.tasks)} tasks in gang unschedulable: {_counts_message(counts, job.min_available, False)}"
+
+
+def _fit_error_tail(job: JobInfo) -> str:
+    """The end of Volcano's ``JobInfo.FitError``: the job's own fit error, else its first task's node errors."""
     if job.job_fit_errors:
-        return message + ". Origin reason is: " + job.job_fit_errors
+        return ". Origin reason is: " + job.job_fit_errors
+    if not job.fit_errors:
+        return ""
     for task in job.tasks.values():
         errors = job.fit_errors.get(task.uid)
         if errors is not None:
-            return message + f". Origin reason is {task.name}: {errors.message()}"
-    return message
+            return f". Origin reason is {task.name}: {errors.message()}"
+    return ""
 
 
 @lru_cache(maxsize=4096)
 def _counts_message(counts: tuple[tuple[TaskStatus, int], ...], min_available: int, ready: bool) -> str:
-    """The first part of ``fit_error``: whether the group is ready and its tasks by status (the
+    """The first part of Volcano's ``JobInfo.FitError``: whether the group is ready and its tasks by status (the
     waiting jobs of a backlog mostly look alike, and every cycle writes each one's condition)."""
     labels = {status.label: count for status, count in counts}
     labels["minAvailable"] = min_available
