@@ -17,6 +17,7 @@ import sys
 from pathlib import Path
 
 from setuptools import setup
+from setuptools.command.build_ext import build_ext
 
 ROOT = Path(__file__).resolve().parent
 
@@ -48,4 +49,20 @@ def _ext_modules() -> list:
         return []
 
 
-setup(ext_modules=_ext_modules())
+class BuildCore(build_ext):
+    """``build_ext`` that leaves the core as plain Python when the C compiler fails (mypyc's C
+    code is generated before; the compiler runs here), unless ``LAHAR_REQUIRE_COMPILED`` is set."""
+
+    def run(self) -> None:
+        try:
+            super().run()
+        except Exception as exc:
+            if _flag("LAHAR_REQUIRE_COMPILED"):
+                raise
+            for ext in self.extensions:  # none of a partly built core: its modules load together
+                Path(self.get_ext_fullpath(ext.name)).unlink(missing_ok=True)
+            self.extensions = []
+            print(f"lahar: the C compiler failed; the scheduling core stays plain Python ({type(exc).__name__}: {exc})", file=sys.stderr)
+
+
+setup(ext_modules=_ext_modules(), cmdclass={"build_ext": BuildCore})
