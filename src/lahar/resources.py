@@ -45,6 +45,7 @@ __all__ = [
     "res_max",
     "res_min",
     "share",
+    "request_id",
 ]
 
 MIN_RESOURCE = 0.1
@@ -581,3 +582,17 @@ def share(left: float, right: float) -> float:
     if right == 0:
         return 0.0 if left == 0 else 1.0
     return left / right
+
+
+_REQUEST_IDS: dict[tuple, int] = {}
+
+
+def request_id(res: Resource) -> int:
+    """A small number naming ``res``'s values (scalars in their order): equal values, equal
+    numbers, for as long as the process runs. Tasks' requests are asked about again and again
+    (the queue allows them? they fit where?); a number is a cheaper key than the values."""
+    key = (res.milli_cpu, res.memory, tuple(res.scalars.items()) if res.scalars else None)
+    found = _REQUEST_IDS.get(key)
+    if found is None:
+        found = _REQUEST_IDS[key] = len(_REQUEST_IDS)
+    return found

@@ -27,7 +27,8 @@ OWNED = ("tasks", "status_index", "allocated", "total_request", "fit_errors", "c
 
 
 def _task_fields(task) -> tuple:
-    return tuple((name, getattr(task, name)) for name in type(task).__slots__)
+    # _request_id is a cache of the request's number (worked out when first asked)
+    return tuple((name, getattr(task, name)) for name in type(task).__slots__ if name != "_request_id")
 
 
 def _fingerprint(job: JobInfo) -> tuple:

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from enum import IntEnum
 from typing import TYPE_CHECKING, Any, Iterable
 
-from lahar.resources import Resource
+from lahar.resources import Resource, request_id
 
 if TYPE_CHECKING:
     from lahar.model.queue import Queue
@@ -98,7 +98,7 @@ class TaskInfo:
     __slots__ = (
         "uid", "name", "namespace", "job", "role", "pod", "resreq", "init_resreq", "node_name",
         "status", "priority", "preemptable", "best_effort", "preemption_policy", "creation",
-        "nominated_node", "eviction_occurred", "index", "critical", "duration",
+        "nominated_node", "eviction_occurred", "index", "critical", "duration", "_request_id",
     )  # fmt: skip
 
     def __init__(
@@ -140,6 +140,7 @@ class TaskInfo:
         self.index = _pod_index(name)
         self.critical = critical
         self.duration = duration
+        self._request_id = -1  # resources.request_id of the request, once asked (request_id())
 
     @property
     def key(self) -> str:
@@ -153,8 +154,26 @@ class TaskInfo:
         twin.node_name, twin.status, twin.priority, twin.preemptable = self.node_name, self.status, self.priority, self.preemptable
         twin.best_effort, twin.preemption_policy, twin.creation = self.best_effort, self.preemption_policy, self.creation
         twin.nominated_node, twin.eviction_occurred, twin.index = self.nominated_node, self.eviction_occurred, self.index
-        twin.critical, twin.duration = self.critical, self.duration
+        twin.critical, twin.duration, twin._request_id = self.critical, self.duration, self._request_id
         return twin
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {name: getattr(self, name) for name in TaskInfo.__slots__}
+
+    def __setstate__(self, state: Any) -> None:
+        """Also a task pickled by an older version (slots as ``(None, fields)``, fewer fields)."""
+        if isinstance(state, tuple):
+            state = state[1]
+        self._request_id = -1
+        for name, value in state.items():
+            setattr(self, name, value)
+
+    def request_id(self) -> int:
+        """``resources.request_id`` of the task's request (which never changes), worked out once."""
+        found = self._request_id
+        if found < 0:
+            found = self._request_id = request_id(self.resreq)
+        return found
 
     def __repr__(self) -> str:
         return f"Task({self.key}, {self.status.label}, node={self.node_name or '-'})"

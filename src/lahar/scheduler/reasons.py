@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from lahar.resources import Dim, Resource
+from lahar.resources import Dim, Resource, request_id
 from lahar.scheduler.api import JobInfo, TaskStatus
 from lahar.scheduler.framework.session import Session
 
@@ -151,16 +151,15 @@ def _deserved_reason(ssn: Session, job: JobInfo) -> dict:
     return {"kind": "deserved", "message": message}
 
 
-def _pending_request(job: JobInfo) -> tuple[Resource, tuple]:
+def _pending_request(job: JobInfo) -> tuple[Resource, int]:
     """The sum of the job's pending requests (only read), and a key equal for equal sums."""
     pending = job.tasks_in(TaskStatus.PENDING)
     if len(pending) == 1:
-        request = pending[0].resreq  # the sum of one is the request itself
-    else:
-        request = Resource()
-        for task in pending:
-            request.add(task.resreq)
-    return request, (request.milli_cpu, request.memory, tuple((request.scalars or {}).items()))
+        return pending[0].resreq, pending[0].request_id()  # the sum of one is the request itself
+    request = Resource()
+    for task in pending:
+        request.add(task.resreq)
+    return request, request_id(request)
 
 
 def _deserved_message(ssn: Session, queue: str, request: Resource) -> str:

@@ -206,8 +206,7 @@ def _nothing_to_do(ssn: Session, job: JobInfo, answers: dict[tuple, bool] | None
             if _prospects(ssn, task, job, queue, key, "A") != frozenset():
                 return False
             continue
-        req = task.init_resreq
-        shape = (key, task.preemption_policy, req.milli_cpu, req.memory, tuple(req.scalars.items()) if req.scalars else None)
+        shape = (key, task.preemption_policy, task.request_id())
         answer = answers.get(shape)
         if answer is None:
             answer = answers[shape] = _prospects(ssn, task, job, queue, key, "A") == frozenset()

@@ -40,7 +40,7 @@ class ProportionPlugin(Plugin):
         ssn.queue_attrs = self.attrs  # type: ignore[attr-defined]
         # Allocatable's answers per queue and task request, while the queue's allocation stands
         # (cleared by the allocate and deallocate events): a backlog asks alike many times.
-        self._answers: dict[str, dict[tuple, bool]] = {}
+        self._answers: dict[str, dict[int, bool]] = {}  # by request_id
         self._register(ssn)
 
     def _register(self, ssn: Session) -> None:
@@ -88,12 +88,11 @@ class ProportionPlugin(Plugin):
         return reclaimable
 
     def _allocatable_task(self, queue: QueueInfo, task: TaskInfo) -> bool:
-        req = task.resreq
-        key = (req.milli_cpu, req.memory, tuple(req.scalars.items()) if req.scalars else None)
+        key = task.request_id()
         answers = self._answers.setdefault(queue.uid, {})
         answer = answers.get(key)
         if answer is None:
-            answer = answers[key] = self._within_deserved(queue, req)
+            answer = answers[key] = self._within_deserved(queue, task.resreq)
         return answer
 
     def _allocatable(self, queue: QueueInfo, tasks: list[TaskInfo]) -> bool:
