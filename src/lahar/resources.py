@@ -591,7 +591,7 @@ def request_id(res: Resource) -> int:
     """A small number naming ``res``'s values (scalars in their order): equal values, equal
     numbers, for as long as the process runs. Tasks' requests are asked about again and again
     (the queue allows them? they fit where?); a number is a cheaper key than the values."""
-    key = (res.milli_cpu, res.memory, tuple(res.scalars.items()) if res.scalars else None)
+    key = (res.milli_cpu, res.memory, tuple(res.scalars.items()) if res.scalars is not None else None)
     found = _REQUEST_IDS.get(key)
     if found is None:
         found = _REQUEST_IDS[key] = len(_REQUEST_IDS)
