@@ -30,7 +30,8 @@ def test_a_task_keeps_its_number_through_clones_and_pickles():
 
 def test_a_task_pickled_without_the_number_works_it_out():
     task = TaskInfo("u", "t-0", "ns", "ns/j", Resource(500.0, 1024.0))
-    fields = {name: getattr(task, name) for name in TaskInfo.__slots__ if name != "_request_id"}
+    fields = task.__getstate__()
+    del fields["_request_id"]
     old = TaskInfo.__new__(TaskInfo)
     old.__setstate__((None, fields))  # how an older version's slots were pickled
     assert old.request_id() == request_id(task.resreq) and old.name == "t-0"

@@ -92,14 +92,17 @@ def completed_status(status: TaskStatus) -> bool:
     return status in _COMPLETED
 
 
+_TASK_FIELDS = (
+    "uid", "name", "namespace", "job", "role", "pod", "resreq", "init_resreq", "node_name",
+    "status", "priority", "preemptable", "best_effort", "preemption_policy", "creation",
+    "nominated_node", "eviction_occurred", "index", "critical", "duration", "_request_id",
+)  # fmt: skip
+
+
 class TaskInfo:
     """One pod: its request, status, node and the attributes plugins read."""
 
-    __slots__ = (
-        "uid", "name", "namespace", "job", "role", "pod", "resreq", "init_resreq", "node_name",
-        "status", "priority", "preemptable", "best_effort", "preemption_policy", "creation",
-        "nominated_node", "eviction_occurred", "index", "critical", "duration", "_request_id",
-    )  # fmt: skip
+    __slots__ = _TASK_FIELDS
 
     def __init__(
         self,
@@ -158,7 +161,7 @@ class TaskInfo:
         return twin
 
     def __getstate__(self) -> dict[str, Any]:
-        return {name: getattr(self, name) for name in TaskInfo.__slots__}
+        return {name: getattr(self, name) for name in _TASK_FIELDS}
 
     def __setstate__(self, state: Any) -> None:
         """Also a task pickled by an older version (slots as ``(None, fields)``, fewer fields)."""
