@@ -370,9 +370,15 @@ class JobInfo:
                 del self.status_index[status]
 
     def tasks_in(self, *statuses: TaskStatus) -> list[TaskInfo]:
+        index = self.status_index
+        if len(statuses) == 1:  # every caller in the scheduler, for every job, several times a cycle
+            bucket = index.get(statuses[0])
+            return list(bucket.values()) if bucket else []
         out: list[TaskInfo] = []
         for status in statuses:
-            out.extend(self.status_index.get(status, {}).values())
+            bucket = index.get(status)
+            if bucket:
+                out.extend(bucket.values())
         return out
 
     def count(self, status: TaskStatus) -> int:

@@ -48,18 +48,26 @@ def _quantities(res: Resource | None, only: list[str] | None = None) -> str:
 def explain(ssn: Session, job: JobInfo) -> dict[str, Any] | None:
     """The reason ``job`` waits, or None when it has nothing waiting."""
     index = job.status_index
-    if job.phase in ("Running", "Completed") and not index.get(TaskStatus.PENDING):
-        return None
-    if not index.get(TaskStatus.PENDING) and not index.get(TaskStatus.PIPELINED) and (job.tasks or job.phase not in ("Pending", "Inqueue")):
-        return None  # every task placed (perhaps in this very cycle, before the phase moves on)
-    notes = {n["kind"]: n for n in ssn.notes.get(job.uid, [])}
+    if not index.get(TaskStatus.PENDING):
+        if job.phase in ("Running", "Completed"):
+            return None
+        if not index.get(TaskStatus.PIPELINED) and (job.tasks or job.phase not in ("Pending", "Inqueue")):
+            return None  # every task placed (perhaps in this very cycle, before the phase moves on)
+    noted = ssn.notes.get(job.uid)
+    notes = {n["kind"]: n for n in noted} if noted else {}
     queue = ssn.queues.get(job.queue)
-    base = {"queue": job.queue, "job": job.uid}
-    for check in (_queue_reason, _admission_reason, _gang_reason, _placement_reason):
-        reason = check(ssn, job, queue, notes)
-        if reason is not None:
-            return {**base, **reason}
-    return {**base, "kind": "gang-unsatisfied", "message": _gang_message(job)}
+    reason = _queue_reason(ssn, job, queue, notes)
+    if reason is None:
+        reason = _admission_reason(ssn, job, queue, notes)
+    if reason is None:
+        reason = _gang_reason(ssn, job, queue, notes)
+    if reason is None:
+        reason = _placement_reason(ssn, job, queue, notes)
+    if reason is None:
+        reason = {"kind": "gang-unsatisfied", "message": _gang_message(job)}
+    found = {"queue": job.queue, "job": job.uid}
+    found.update(reason)
+    return found
 
 
 def _queue_reason(ssn: Session, job: JobInfo, queue, notes: dict) -> dict | None:
@@ -101,7 +109,7 @@ def _gang_reason(ssn: Session, job: JobInfo, queue, notes: dict) -> dict | None:
 
 
 def _placement_reason(ssn: Session, job: JobInfo, queue, notes: dict) -> dict | None:
-    pipelined = job.tasks_in(TaskStatus.PIPELINED)
+    pipelined = job.tasks_in(TaskStatus.PIPELINED) if TaskStatus.PIPELINED in job.status_index else None
     if pipelined:
         nodes = sorted({t.node_name for t in pipelined})
         if any(_releasing(ssn, name) for name in nodes):

@@ -200,7 +200,7 @@ def _nothing_to_do(ssn: Session, job: JobInfo, answers: dict[tuple, bool] | None
     and its request alone (``_prospects`` reads nothing else of it when no pre-predicate is
     enabled: its queue's victims and refusal, and the nodes where that request could fit)."""
     queue = ssn.queues[job.queue]
-    for task in job.tasks_in(TaskStatus.PENDING):
+    for task in ssn.job_facts(job).pending(ssn, job):  # any order would do: nothing changes meanwhile
         key = ssn.preemptable_key(task)
         if answers is None or task.nominated_node:
             if _prospects(ssn, task, job, queue, key, "A") != frozenset():
