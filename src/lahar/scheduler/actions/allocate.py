@@ -178,7 +178,7 @@ def _choose_node_vector(ssn: Session, task: TaskInfo) -> tuple[NodeInfo | None, 
     req = index.request(task.init_resreq)
     if req is None:
         return None, _predicate_nodes_vector(ssn, task)[1]
-    key = (req[0].tobytes(), req[1].tobytes(), _constraints(task))
+    key = (req[0].tobytes(), req[1].tobytes(), task_constraints(task))
     view = index.views.get(key)
     if view is None:
         parts = ssn.vector_predicate_parts(task)
@@ -200,7 +200,7 @@ def _choose_node_vector(ssn: Session, task: TaskInfo) -> tuple[NodeInfo | None, 
     return index.nodes[row], None
 
 
-def _constraints(task: TaskInfo) -> str:
+def task_constraints(task: TaskInfo) -> str:
     """What besides its request decides where a task may go: node selector and tolerations."""
     spec = task.pod.spec if task.pod is not None else None
     if spec is None or (not spec.node_selector and not spec.tolerations):

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from lahar.resources import Dim
 from lahar.scheduler.api import JobInfo, QueueInfo, TaskInfo, TaskStatus
+from lahar.scheduler.actions.allocate import task_constraints
 from lahar.scheduler.actions.victims import choose_minimal, keeps_deserved
 from lahar.scheduler.framework.session import Session
 from lahar.scheduler.framework.statement import Statement
@@ -153,11 +154,13 @@ def _reclaim_for_task(
 ) -> None:
     """Find the first node where evicting victims makes room for ``task``; pipeline it there.
 
-    ``failed`` remembers (node, queue, request) combinations that found no room, with the node's
-    version at the time: during reclaim, victim queues only shrink, so such a node can only
-    work again once its own tasks change. Skipping it saves rescanning a full cluster per task.
+    ``failed`` remembers (node, queue, request, placement constraints) combinations that found no
+    room, with the node's version at the time: during reclaim, victim queues only shrink, so such
+    a node can only work again once its own tasks change. Skipping it saves rescanning a full
+    cluster per task. Tasks that may go to different nodes (node selector, tolerations) do not
+    ask alike, even for the same request: a node one of them may not use can suit the other.
     """
-    request_key = (job.queue, task.init_resreq.milli_cpu, task.init_resreq.memory, tuple(sorted((task.init_resreq.scalars or {}).items())))
+    request_key = (job.queue, task.request_id(), task_constraints(task))
     seen = failed.setdefault(request_key, {})
     for node in ssn.filter_unresolvable(task):
         key = node.name
