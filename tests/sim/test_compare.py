@@ -196,3 +196,50 @@ def test_a_replay_paused_pickled_and_resumed_decides_as_one_run_straight_through
     assert not run_replay(sim, position)
     assert first + rest == straight
     assert any(decisions for _, decisions in straight)
+
+
+_RESUME = """
+import json, pickle, sys
+from lahar.resources import request_id
+from lahar.sim.compare import run_replay
+with open(sys.argv[1], "rb") as source:
+    sim, position = pickle.load(source)
+# this process numbers the requests it knows in the other order than the process that saved
+shapes = {}
+for task in sim.world.cache.tasks.values():
+    shapes.setdefault((task.resreq.milli_cpu, task.resreq.memory, tuple((task.resreq.scalars or {}).items())), task.resreq)
+for resreq in reversed(list(shapes.values())):
+    request_id(resreq)
+rest = []
+sim.observers = [lambda s, r: rest.append((r.time, [[d.type, d.task, d.node] for d in r.result.decisions]))]
+run_replay(sim, position)
+print(json.dumps(rest))
+"""
+
+
+def test_a_replay_pickled_in_one_process_and_resumed_in_another_decides_as_one_run(tmp_path):
+    """``bench/checkpoint.py`` saves in one process and resumes in another, which numbers the
+    requests it knows in its own order (``request_id``): the second part decides as in one run.
+    (That a pickled task leaves its number behind is checked in tests/unit/test_request_id.py:
+    this slice decides the same either way.)"""
+
+    def started() -> tuple:
+        workload = build_workload(f"philly:{ROOT / 'tests' / 'data' / 'traces' / 'philly-head.csv'}", limit=120)
+        workload.nodes = parse_cluster(["4 x cpu=64,memory=512Gi,gpu=8"])  # small: jobs wait
+        objects, _ = workload.objects(None)
+        seen: list = []
+        sim = Simulation(objects, load_config(default_config_text()), period=1.0, observers=[lambda s, r: seen.append((r.time, [[d.type, d.task, d.node] for d in r.result.decisions]))])
+        sim.keep_cycles = False
+        return sim, replay_position(objects, Clock(1.0, None, None)), seen
+
+    sim, position, straight = started()
+    assert not run_replay(sim, position)
+    sim, position, first = started()
+    assert run_replay(sim, position, cycles=len(straight) // 3)
+    sim.observers = []
+    saved = tmp_path / "replay.pkl"
+    saved.write_bytes(pickle.dumps((sim, position)))
+    resumed = subprocess.run([sys.executable, "-c", _RESUME, str(saved)], capture_output=True, text=True, timeout=300, env={**os.environ, "PYTHONHASHSEED": "1"})
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    rest = [tuple(entry) for entry in json.loads(resumed.stdout)]
+    assert first + rest == straight

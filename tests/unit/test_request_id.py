@@ -1,6 +1,7 @@
 """``request_id`` names a request's values with a number (a cheap key for the answers the
-scheduler keeps per request); a task works its number out once and keeps it through clones and
-pickles, including a pickle of a task made before tasks kept it."""
+scheduler keeps per request); a task works its number out once and keeps it through clones. The
+numbers belong to the process: a pickled task leaves its number behind (another process may have
+given that number to other values), and a task pickled before tasks kept one loads too."""
 
 from __future__ import annotations
 
@@ -19,12 +20,13 @@ def test_equal_values_share_a_number_and_other_values_do_not():
     assert request_id(gpu) not in numbers and len(numbers) == len(others)
 
 
-def test_a_task_keeps_its_number_through_clones_and_pickles():
+def test_a_task_keeps_its_number_through_clones_and_works_it_out_again_when_unpickled():
     task = TaskInfo("u", "t-0", "ns", "ns/j", Resource(500.0, 1024.0))
     number = task.request_id()
     assert number == request_id(task.resreq)
     assert task.clone().request_id() == number
     restored = pickle.loads(pickle.dumps(task))
+    assert restored._request_id == -1  # the number is this process's own: another may name other values so
     assert (restored.uid, restored.name, restored.request_id()) == ("u", "t-0", number)
 
 

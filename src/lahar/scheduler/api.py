@@ -161,7 +161,9 @@ class TaskInfo:
         return twin
 
     def __getstate__(self) -> dict[str, Any]:
-        return {name: getattr(self, name) for name in _TASK_FIELDS}
+        state = {name: getattr(self, name) for name in _TASK_FIELDS}
+        state["_request_id"] = -1  # numbers are the process's own: worked out again where unpickled
+        return state
 
     def __setstate__(self, state: Any) -> None:
         """Also a task pickled by an older version (slots as ``(None, fields)``, fewer fields)."""
