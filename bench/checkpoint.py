@@ -13,7 +13,9 @@ the code that print the same digest decided the same.
 To compare two versions, run ``run`` alternately with each (``PYTHONPATH=OTHER/src``) on the same
 file. The file holds the simulation's objects as pickled by the code that saved it: save with the
 older version, and check that the newer one loads it (a class that gained an attribute the
-resumed cycles need will not work).
+resumed cycles need will not work). A compiled core (the installed form, see bench/README.md)
+resumes what a compiled core saved: for compiled A/B runs, save once with each version (the
+digests say whether they decided the same), or compare the plain-Python forms on one file.
 """
 
 from __future__ import annotations
