@@ -23,6 +23,7 @@ Volcano; call ``clone()`` first when the original must stay.
 from __future__ import annotations
 
 import functools
+import itertools
 import sys
 from enum import IntEnum
 from fractions import Fraction
@@ -585,14 +586,20 @@ def share(left: float, right: float) -> float:
 
 
 _REQUEST_IDS: dict[tuple, int] = {}
+_NEXT_REQUEST_ID = itertools.count()
 
 
 def request_id(res: Resource) -> int:
     """A small number naming ``res``'s values (scalars in their order): equal values, equal
     numbers, for as long as the process runs. Tasks' requests are asked about again and again
-    (the queue allows them? they fit where?); a number is a cheaper key than the values."""
+    (the queue allows them? they fit where?); a number is a cheaper key than the values.
+
+    Safe from several threads (the server's forecasts run simulations beside the control loop):
+    ``setdefault`` and ``next`` each run whole, so two values never get one number (a value
+    that loses a race leaves a number unused). The table keeps one entry per distinct request
+    the process has seen: tasks' own requests, a handful of shapes in any real workload."""
     key = (res.milli_cpu, res.memory, tuple(res.scalars.items()) if res.scalars is not None else None)
     found = _REQUEST_IDS.get(key)
     if found is None:
-        found = _REQUEST_IDS[key] = len(_REQUEST_IDS)
+        found = _REQUEST_IDS.setdefault(key, next(_NEXT_REQUEST_ID))
     return found

@@ -512,7 +512,7 @@ class JobInfo:
         twin.min_member, twin.min_resource_names = self.min_member, self.min_resource_names
         twin.min_resources, twin.preemptable, twin.best_effort_tasks = self.min_resources, self.preemptable, self.best_effort_tasks
         twin._ready, twin.changes, twin.job_fit_errors, twin.reason = self._ready, self.changes, self.job_fit_errors, self.reason
-        twin.facts = self.facts
+        twin.facts = None  # facts hold this job's own tasks: the clone works out its own
         twin.task_min_available = dict(self.task_min_available)
         twin.tasks = {uid: task.clone() for uid, task in self.tasks.items()}
         twin.status_index = {s: {uid: twin.tasks[uid] for uid in bucket} for s, bucket in self.status_index.items()}

@@ -27,9 +27,9 @@ errors recorded per task; they never change a decision.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Hashable
 
-from lahar.resources import Dim, Resource, request_id
+from lahar.resources import Dim, Resource
 from lahar.scheduler.api import JobInfo, TaskStatus
 from lahar.scheduler.framework.session import Session
 
@@ -159,7 +159,7 @@ def _deserved_reason(ssn: Session, job: JobInfo) -> dict:
     return {"kind": "deserved", "message": message}
 
 
-def _pending_request(job: JobInfo) -> tuple[Resource, int]:
+def _pending_request(job: JobInfo) -> tuple[Resource, Hashable]:
     """The sum of the job's pending requests (only read), and a key equal for equal sums."""
     pending = job.tasks_in(TaskStatus.PENDING)
     if len(pending) == 1:
@@ -167,7 +167,8 @@ def _pending_request(job: JobInfo) -> tuple[Resource, int]:
     request = Resource()
     for task in pending:
         request.add(task.resreq)
-    return request, request_id(request)
+    # the values themselves (a sum is no task's request: not one more number for the process)
+    return request, (request.milli_cpu, request.memory, tuple(request.scalars.items()) if request.scalars is not None else None)
 
 
 def _deserved_message(ssn: Session, queue: str, request: Resource) -> str:
