@@ -32,3 +32,38 @@ def test_the_python_source_tests_pass_against_the_python_source():
     passed = re.search(r"(\d+) passed", run.stdout)
     assert passed and int(passed.group(1)) >= 20, tail
     assert "skipped" not in run.stdout.splitlines()[-1], tail  # none skipped: they ran against the source
+
+
+_DIGEST = """
+import hashlib, sys
+from lahar.scheduler.framework.config import default_config_text, load_config
+from lahar.sim.compare import Clock, replay
+from lahar.sim.engine import Simulation
+from lahar.sim.traces import build_workload, parse_cluster
+workload = build_workload("philly:" + sys.argv[1], limit=150)
+workload.nodes = parse_cluster(["3 x cpu=64,memory=512Gi,gpu=8"])
+objects, _ = workload.objects(None)
+digest = hashlib.sha256()
+def seen(sim, record):
+    digest.update(repr([(d.type, d.task, d.node, d.reason) for d in record.result.decisions]).encode())
+    digest.update(repr(sorted((uid, o.phase, repr(o.reason), repr(o.conditions)) for uid, o in record.result.jobs.items())).encode())
+sim = Simulation(objects, load_config(default_config_text()), period=1.0, observers=[seen])
+sim.keep_cycles = False
+replay(sim, objects, Clock(period=1.0, until=None, cycles=None))
+print(sim.cycle_count, digest.hexdigest())
+"""
+
+
+@pytest.mark.skipif(not COMPILED, reason="the core is plain Python here: there is one form to run")
+def test_the_compiled_core_decides_as_its_python_source():
+    """A backlogged trace slice (waiting jobs, reclaim, preemption tried every cycle) replayed by
+    the installed, compiled core and by the Python source it was built from: every cycle's
+    decisions, phases, reasons and conditions the same."""
+    trace = str(ROOT / "tests" / "data" / "traces" / "philly-head.csv")
+    runs = {}
+    for form, env in (("compiled", {}), ("source", {"PYTHONPATH": str(ROOT / "src")})):
+        run = subprocess.run([sys.executable, "-c", _DIGEST, trace], cwd=ROOT, env={**os.environ, **env}, capture_output=True, text=True, timeout=600)
+        assert run.returncode == 0, run.stderr[-3000:]
+        runs[form] = run.stdout.split()
+    assert int(runs["compiled"][0]) > 100
+    assert runs["compiled"] == runs["source"]

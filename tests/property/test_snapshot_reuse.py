@@ -133,3 +133,15 @@ def test_cycles_whose_results_are_not_applied_take_back_copies_equal_to_fresh_on
         assert [(d.type, d.task, d.node) for d in again.decisions] == [(d.type, d.task, d.node) for d in first.decisions]
         assert {uid: o.phase for uid, o in again.jobs.items()} == {uid: o.phase for uid, o in first.jobs.items()}
     assert checked["reused"] >= 8  # all four jobs, taken back twice
+
+
+def test_a_clone_has_every_field_of_its_job():
+    """``JobInfo.clone`` names each field (a compiled class has no ``__dict__`` to copy): one
+    missing would silently keep its constructor default when compiled."""
+    state = ClusterState.from_objects(
+        [queue("q").build(), node("n1", cpu=4), podgroup("g").queue("q").min_member(2).min_resources(cpu=1).build(), pod("g-0").group("g").requests(cpu=1).build(), pod("g-1").group("g").requests(cpu=1).on("n1").build()]
+    )
+    job = state.jobs["default/g"]
+    twin = job.clone()
+    assert sorted(vars(twin)) == sorted(vars(job))
+    assert [k for k, v in vars(job).items() if k not in OWNED and vars(twin)[k] is not v and vars(twin)[k] != v] == []

@@ -49,7 +49,8 @@ def _between_jobs(ssn: Session, starving: list[JobInfo]) -> None:
     job's and task's own state, and phase A and B of other queues change nothing in this one, so
     the heaps come out the same; a queue with nothing to do never needs them."""
     # nothing changes while the jobs are looked at: tasks that ask alike give up alike
-    answers: dict[tuple, bool] | None = None if ssn._enabled("pre_predicate") else {}
+    alike = not ssn._enabled("pre_predicate") and ssn.declared(("allocatable",), "queue_answers_read_requests")
+    answers: dict[tuple, bool] | None = {} if alike else None
     if all(_nothing_to_do(ssn, job, answers) for job in starving):
         return  # taking the jobs in order would change nothing (a deep backlog pays for the heap)
     jobs, tasks = _heaps(ssn, starving)

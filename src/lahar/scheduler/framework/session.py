@@ -172,6 +172,8 @@ class Session:
         """Register a plugin's callback of one kind (a flag, for ``preemptable_per_task``)."""
         self.fns.setdefault(kind, {})[plugin] = fn
         self._enabled_cache.pop(kind, None)
+        self.memo.pop("preemptable-keys", None)
+        self.memo.pop("facts-kept", None)
 
     def add_event_handler(self, handler: EventHandler) -> None:
         self.event_handlers.append(handler)
@@ -304,11 +306,28 @@ class Session:
     # ----------------------------------------------------------------- job predicates
 
     def job_facts(self, job: JobInfo) -> JobFacts:
-        """The job's ``JobFacts``, worked out again only when its tasks changed."""
+        """The job's ``JobFacts``, worked out again only when its tasks changed; worked out at
+        every call when some enabled plugin may read more than the job's tasks to answer."""
         facts = job.facts
-        if facts is None or facts.changes != job.changes or facts.conf is not self.conf:
-            facts = job.facts = JobFacts(self, job)
+        if facts is not None and facts.changes == job.changes and facts.conf is self.conf:
+            return facts
+        facts = JobFacts(self, job)
+        kept = self.memo.get("facts-kept")
+        if kept is None:
+            kept = self.memo["facts-kept"] = self.declared(("job_valid", "job_starving", "task_order"), "job_answers_read_tasks")
+        if kept:
+            job.facts = facts
         return facts
+
+    def declared(self, kinds: tuple[str, ...], flag: str) -> bool:
+        """Whether every plugin with an enabled callback of these kinds sets ``flag`` (see
+        ``Plugin``); a callback added without a plugin object declares nothing."""
+        for kind in kinds:
+            for _, option, _ in self._enabled(kind):
+                plugin = self.plugins.get(option.name)
+                if plugin is None or not getattr(plugin, flag, False):
+                    return False
+        return True
 
     def job_ready(self, job: JobInfo) -> bool:
         return all(fn(job) for _, _, fn in self._enabled("job_ready"))

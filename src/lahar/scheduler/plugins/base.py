@@ -28,6 +28,13 @@ class Plugin:
     # sound while no enabled plugin's answers change with the time alone: a plugin that does not
     # read the clock says so, one that does says until when its answers hold (``clock_horizon``).
     reads_clock: ClassVar[bool] = True
+    # Whether its ``job_valid``, ``job_starving`` and ``task_order`` answers read only the job's
+    # own tasks and the fields fixed with its podgroup (not its queue, the clock or the rest of
+    # the session): a job's answers are then kept while its tasks stand (``Session.job_facts``).
+    job_answers_read_tasks: ClassVar[bool] = False
+    # Whether its ``allocatable`` answers read only the queue and the task's request: tasks that
+    # ask alike then get one answer while nothing changes (preempt asks once per kind of task).
+    queue_answers_read_requests: ClassVar[bool] = False
 
     def __init__(self, arguments: Arguments | None = None, enabled_hierarchy: bool = False) -> None:
         self.arguments = arguments if arguments is not None else Arguments()

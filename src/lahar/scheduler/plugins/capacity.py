@@ -57,6 +57,7 @@ def _ancestor_at_depth(attr: QueueAttr, depth: int) -> str | None:
 class CapacityPlugin(Plugin):
     name = "capacity"
     reads_clock = False
+    queue_answers_read_requests = True
 
     def on_session_open(self, ssn: Session) -> None:
         self.states = schedulable_states(self.arguments)

@@ -20,6 +20,7 @@ SCHEDULED = "Scheduled"
 class GangPlugin(Plugin):
     name = "gang"
     reads_clock = False
+    job_answers_read_tasks = True
 
     def on_session_open(self, ssn: Session) -> None:
         ssn.add("job_valid", self.name, _valid)

@@ -19,6 +19,7 @@ def _descending(left: int, right: int) -> int:
 class PriorityPlugin(Plugin):
     name = "priority"
     reads_clock = False
+    job_answers_read_tasks = True
 
     def on_session_open(self, ssn: Session) -> None:
         ssn.add("task_order", self.name, lambda l, r: _descending(l.priority, r.priority))

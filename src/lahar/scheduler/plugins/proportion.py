@@ -22,6 +22,7 @@ from lahar.scheduler.plugins.queueattr import QueueAttr, add_job, admits, capabi
 class ProportionPlugin(Plugin):
     name = "proportion"
     reads_clock = False
+    queue_answers_read_requests = True
 
     def on_session_open(self, ssn: Session) -> None:
         self.states = schedulable_states(self.arguments)
