@@ -67,3 +67,13 @@ def test_the_compiled_core_decides_as_its_python_source():
         runs[form] = run.stdout.split()
     assert int(runs["compiled"][0]) > 100
     assert runs["compiled"] == runs["source"]
+
+
+def test_lahar_version_says_which_form_of_the_core_is_installed():
+    from typer.testing import CliRunner
+
+    from lahar.cli.main import app
+
+    shown = CliRunner().invoke(app, ["--version"])
+    assert shown.exit_code == 0
+    assert shown.output.strip().endswith("(scheduling core: compiled)" if COMPILED else "(scheduling core: plain Python)")

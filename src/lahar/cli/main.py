@@ -52,13 +52,20 @@ app.command("usage", epilog=usage_cli.EPILOG)(usage_cli.usage)
 
 def _version(value: bool) -> None:
     if value:
-        typer.echo(f"lahar {__version__}")
+        typer.echo(f"lahar {__version__} (scheduling core: {_core_form()})")
         raise typer.Exit()
+
+
+def _core_form() -> str:
+    """Whether the installed scheduling core is compiled (docs/operations.md) or plain Python."""
+    import lahar.scheduler.api as core
+
+    return "plain Python" if (core.__file__ or "").endswith(".py") else "compiled"
 
 
 @app.callback()
 def _root(
-    version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="Print the version and exit."),
+    version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="Print the version, and whether the scheduling core is compiled, and exit."),
 ) -> None:
     """Lahar: queue-based batch scheduling for shared clusters."""
 
