@@ -12,7 +12,7 @@ status change followed by ``update_task`` undoes the old accounting exactly as V
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from enum import IntEnum
 from typing import TYPE_CHECKING, Any, Iterable
 
@@ -204,12 +204,15 @@ class StatusCode(IntEnum):
     SKIP = 5
 
 
-@dataclass
+@dataclass(init=False)  # its own __init__: compiled, the generated one is plain Python (cycle.JobOutcome)
 class FitError:
     """Why one task does not fit one node: a list of (code, reason)."""
 
     node: str
     statuses: list[tuple[StatusCode, str]]
+
+    def __init__(self, node: str = "", statuses: list[tuple[StatusCode, str]] | None = None) -> None:
+        self.node, self.statuses = node, statuses if statuses is not None else []
 
     def reasons(self) -> list[str]:
         return [reason for _, reason in self.statuses if reason]
@@ -226,7 +229,7 @@ class PredicateError(Exception):
         self.fit = fit
 
 
-@dataclass
+@dataclass(init=False)  # its own __init__ (see FitError)
 class FitErrors:
     """Why a task fits no node: detailed errors for some nodes, counted reasons for the rest.
 
@@ -236,10 +239,16 @@ class FitErrors:
     ``0/3 nodes are unavailable: 1 node(s) were unschedulable, 2 Insufficient cpu.``
     """
 
-    nodes: dict[str, FitError] = field(default_factory=dict)
-    err: str = ""
-    counts: dict[str, int] = field(default_factory=dict)
-    total: int | None = None
+    nodes: dict[str, FitError]
+    err: str
+    counts: dict[str, int]
+    total: int | None
+
+    def __init__(self, nodes: dict[str, FitError] | None = None, err: str = "", counts: dict[str, int] | None = None, total: int | None = None) -> None:
+        self.nodes = nodes if nodes is not None else {}
+        self.err = err
+        self.counts = counts if counts is not None else {}
+        self.total = total
 
     def set_node_error(self, node: str, error: FitError) -> None:
         error.node = node

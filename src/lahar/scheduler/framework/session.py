@@ -57,16 +57,19 @@ CALLBACK_FLAGS: dict[str, str | None] = {
 }
 
 
-@dataclass
+@dataclass(init=False)  # its own __init__: compiled, the generated one is plain Python (cycle.JobOutcome)
 class Decision:
     """One effect of a cycle: ``bind``, ``pipeline`` or ``evict`` of a task."""
 
     type: str
     task: str
-    node: str | None = None
-    reason: str | None = None
-    queue: str | None = None
-    job: str | None = None
+    node: str | None
+    reason: str | None
+    queue: str | None
+    job: str | None
+
+    def __init__(self, type: str = "", task: str = "", node: str | None = None, reason: str | None = None, queue: str | None = None, job: str | None = None) -> None:
+        self.type, self.task, self.node, self.reason, self.queue, self.job = type, task, node, reason, queue, job
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"type": self.type, "task": self.task}

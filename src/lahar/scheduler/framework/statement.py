@@ -18,11 +18,14 @@ __all__ = ["Statement"]
 EVICT, PIPELINE, ALLOCATE = "evict", "pipeline", "allocate"
 
 
-@dataclass
+@dataclass(init=False)  # its own __init__: compiled, the generated one is plain Python (cycle.JobOutcome)
 class _Op:
     kind: str
     task: TaskInfo
-    reason: str = ""
+    reason: str
+
+    def __init__(self, kind: str, task: TaskInfo, reason: str = "") -> None:
+        self.kind, self.task, self.reason = kind, task, reason
 
 
 class Statement:
