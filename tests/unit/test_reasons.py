@@ -44,3 +44,55 @@ def test_a_task_left_behind_keeps_the_reason():
 def test_a_podgroup_without_pods_yet_is_explained():
     result = run_cycle(ClusterState.from_objects(_cluster(0)), load_config(default_config_text()), 0.0)
     assert result.jobs["ns/j"].reason is not None
+
+
+def _capped_queue_with_admitted_jobs() -> list:
+    """Queue capped at 4 CPUs: one job runs on 1 CPU, one was admitted (Inqueue) for 2 CPUs and
+    waits for its pods; a third asks to be admitted for 2 CPUs: 2 + 1 + 2 > 4."""
+    from tests.builders import node, pod, podgroup, queue
+
+    return [
+        node("n0", cpu=16, memory="64Gi", pods=110),
+        queue("capped").capability(cpu=4).status("Open").build(),
+        podgroup("running").queue("capped").min_member(1).min_resources(cpu=1).phase("Running").build(),
+        pod("running-t-0").group("running").requests(cpu=1).on("n0").build(),
+        podgroup("admitted").queue("capped").min_member(1).min_resources(cpu=2).phase("Inqueue").build(),
+        podgroup("waiting").queue("capped").min_member(1).min_resources(cpu=2).phase("Pending").build(),
+    ]
+
+
+def test_the_capability_reason_counts_what_admitted_jobs_reserve():
+    """The enqueue check adds the admitted jobs' reservations (Volcano's inqueue) to what the
+    queue holds: the message names both, or its figures would not add up (1 + 2 <= 4)."""
+    result = run_cycle(ClusterState.from_objects(_capped_queue_with_admitted_jobs()), load_config(default_config_text()), 0.0)
+    reason = result.jobs["default/waiting"].reason
+    assert reason is not None and reason["kind"] == "capability"
+    assert "the job needs cpu=2, the queue holds cpu=1 and has admitted jobs that reserve cpu=2 more, of at most cpu=4" in reason["message"]
+
+
+def test_the_capability_reason_without_admitted_jobs_names_what_the_queue_holds():
+    from tests.builders import podgroup
+
+    objects = [o for o in _capped_queue_with_admitted_jobs() if o.metadata.name not in ("admitted", "waiting")]
+    objects.append(podgroup("big").queue("capped").min_member(1).min_resources(cpu=4).phase("Pending").build())
+    result = run_cycle(ClusterState.from_objects(objects), load_config(default_config_text()), 0.0)
+    reason = result.jobs["default/big"].reason
+    assert reason is not None and reason["kind"] == "capability"
+    assert "the job needs cpu=4, the queue holds cpu=1 of at most cpu=4, its capability" in reason["message"]
+
+
+def test_the_capability_reason_names_what_running_jobs_hold_above_their_minimum():
+    """Volcano leaves that part (elastic) out of the check: a job may give it back."""
+    from tests.builders import node, pod, podgroup, queue
+
+    objects = [
+        node("n0", cpu=16, memory="64Gi", pods=110),
+        queue("capped").capability(cpu=4).status("Open").build(),
+        podgroup("running").queue("capped").min_member(1).min_resources(cpu="500m").phase("Running").build(),
+        pod("running-t-0").group("running").requests(cpu=1).on("n0").build(),
+        podgroup("big").queue("capped").min_member(1).min_resources(cpu=4).phase("Pending").build(),
+    ]
+    result = run_cycle(ClusterState.from_objects(objects), load_config(default_config_text()), 0.0)
+    reason = result.jobs["default/big"].reason
+    assert reason is not None and reason["kind"] == "capability"
+    assert "the queue holds cpu=1 (cpu=500m of it above its jobs' minimum, not counted), of at most cpu=4" in reason["message"]

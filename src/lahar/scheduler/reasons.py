@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from typing import Any, Hashable
 
-from lahar.resources import Dim, Resource
+from lahar.resources import MIN_RESOURCE, Dim, Resource
 from lahar.scheduler.api import JobInfo, TaskStatus
 from lahar.scheduler.framework.session import Session
 
@@ -92,13 +92,31 @@ def _admission_reason(ssn: Session, job: JobInfo, queue, notes: dict) -> dict | 
         limit = "its capability" if capped else "the cluster's size less other queues' guarantees (it sets no capability)"
         message = (
             f"queue {note['queue']} capability reached on {names}: the job needs {_quantities(job.get_min_resources(), dims)}, "
-            f"the queue holds {_quantities(attr.allocated if attr else None, dims)} of at most {_quantities(cap, dims)}, {limit}"
+            f"the queue holds {_counted(attr, dims)} of at most {_quantities(cap, dims)}, {limit}"
         )
         return {"kind": "capability", "message": message, "resources": note.get("resources") or []}
     if "cluster-overcommit" in notes:
         names = ", ".join(notes["cluster-overcommit"].get("resources") or [])
         return {"kind": "cluster-full", "message": f"the cluster has no room to admit the job ({names} overused)"}
     return None
+
+
+def _counted(attr: Any, dims: list[str]) -> str:
+    """What the enqueue check counts against the capability besides the job (``admits``): what
+    the queue holds, what its admitted jobs still reserve (inqueue), less what its jobs hold
+    above their minimum (elastic); each part named only where it is not zero."""
+    if attr is None:
+        return "-"
+    parts = [_quantities(attr.allocated, dims)]
+    if _any_on(attr.elastic, dims):
+        parts.append(f"({_quantities(attr.elastic, dims)} of it above its jobs' minimum, not counted)")
+    if _any_on(attr.inqueue, dims):
+        parts.append(f"and has admitted jobs that reserve {_quantities(attr.inqueue, dims)} more")
+    return " ".join(parts) + ("," if len(parts) > 1 else "")
+
+
+def _any_on(res: Resource, dims: list[str]) -> bool:
+    return any(res.get(name) >= MIN_RESOURCE for name in dims)
 
 
 def _gang_reason(ssn: Session, job: JobInfo, queue, notes: dict) -> dict | None:
