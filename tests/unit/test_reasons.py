@@ -63,11 +63,13 @@ def _capped_queue_with_admitted_jobs() -> list:
 
 def test_the_capability_reason_counts_what_admitted_jobs_reserve():
     """The enqueue check adds the admitted jobs' reservations (Volcano's inqueue) to what the
-    queue holds: the message names both, or its figures would not add up (1 + 2 <= 4)."""
+    queue holds: the message says so, or its figures would not add up (2 + 1 <= 4). Without
+    their figure: it moves with every job admitted or placed, and each change would rewrite
+    the reason of every job waiting in the queue."""
     result = run_cycle(ClusterState.from_objects(_capped_queue_with_admitted_jobs()), load_config(default_config_text()), 0.0)
     reason = result.jobs["default/waiting"].reason
     assert reason is not None and reason["kind"] == "capability"
-    assert "the job needs cpu=2, the queue holds cpu=1 and has admitted jobs that reserve cpu=2 more, of at most cpu=4" in reason["message"]
+    assert "the job needs cpu=2, the queue holds cpu=1 and jobs it admitted that wait for nodes reserve more, of at most cpu=4" in reason["message"]
 
 
 def test_the_capability_reason_without_admitted_jobs_names_what_the_queue_holds():
@@ -95,4 +97,19 @@ def test_the_capability_reason_names_what_running_jobs_hold_above_their_minimum(
     result = run_cycle(ClusterState.from_objects(objects), load_config(default_config_text()), 0.0)
     reason = result.jobs["default/big"].reason
     assert reason is not None and reason["kind"] == "capability"
-    assert "the queue holds cpu=1 (cpu=500m of it above its jobs' minimum, not counted), of at most cpu=4" in reason["message"]
+    assert "the queue holds cpu=1 (part of it above its jobs' minimum, which is not counted) of at most cpu=4" in reason["message"]
+
+
+def test_the_capability_reason_stays_the_same_while_only_the_reservations_move():
+    """A reason that changes is written again for every job waiting in the queue (the server's
+    podgroup annotation): what admitted jobs reserve must not make it change."""
+    from tests.builders import podgroup
+
+    def message(reserved: int) -> str:
+        objects = [o for o in _capped_queue_with_admitted_jobs() if o.metadata.name != "admitted"]
+        objects.append(podgroup("admitted").queue("capped").min_member(1).min_resources(cpu=reserved).phase("Inqueue").build())
+        reason = run_cycle(ClusterState.from_objects(objects), load_config(default_config_text()), 0.0).jobs["default/waiting"].reason
+        assert reason is not None and reason["kind"] == "capability"
+        return reason["message"]
+
+    assert message(2) == message(3)

@@ -103,16 +103,18 @@ def _admission_reason(ssn: Session, job: JobInfo, queue, notes: dict) -> dict | 
 
 def _counted(attr: Any, dims: list[str]) -> str:
     """What the enqueue check counts against the capability besides the job (``admits``): what
-    the queue holds, what its admitted jobs still reserve (inqueue), less what its jobs hold
-    above their minimum (elastic); each part named only where it is not zero."""
+    the queue holds, plus what its admitted jobs still reserve (inqueue), less what its jobs hold
+    above their minimum (elastic). Those two are named without their figures, only where they
+    are not zero: they move with every job admitted or placed, and a reason that changes is
+    written again for every job waiting in the queue."""
     if attr is None:
         return "-"
-    parts = [_quantities(attr.allocated, dims)]
+    text = _quantities(attr.allocated, dims)
     if _any_on(attr.elastic, dims):
-        parts.append(f"({_quantities(attr.elastic, dims)} of it above its jobs' minimum, not counted)")
+        text += " (part of it above its jobs' minimum, which is not counted)"
     if _any_on(attr.inqueue, dims):
-        parts.append(f"and has admitted jobs that reserve {_quantities(attr.inqueue, dims)} more")
-    return " ".join(parts) + ("," if len(parts) > 1 else "")
+        text += " and jobs it admitted that wait for nodes reserve more,"
+    return text
 
 
 def _any_on(res: Resource, dims: list[str]) -> bool:
