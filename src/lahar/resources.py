@@ -144,13 +144,13 @@ class Resource:
         return cls(MAX_FLOAT, MAX_FLOAT, None, sys.maxsize)
 
     def clone(self) -> "Resource":
-        """A copy. Values are already floats (the constructor and every operation keep them so),
-        so the copy skips the constructor's conversions: a cycle clones hundreds of thousands."""
-        twin = Resource.__new__(Resource)  # no constructor run in Python; compiled, it runs with its defaults
-        twin.milli_cpu = self.milli_cpu
-        twin.memory = self.memory
-        twin.scalars = self.scalars.copy() if self.scalars is not None else None
-        twin.max_task_num = self.max_task_num
+        """A copy: a cycle clones hundreds of thousands. Values are already floats (the
+        constructor and every operation keep them so); the scalars are copied, not converted."""
+        # Compiled, a call of the class with its arguments is a direct native call, and
+        # ``Resource.__new__(Resource)`` a generic one (then the constructor with its defaults)
+        twin = Resource(self.milli_cpu, self.memory, None, self.max_task_num)
+        if self.scalars is not None:
+            twin.scalars = self.scalars.copy()
         return twin
 
     # ----------------------------------------------------------------- reading

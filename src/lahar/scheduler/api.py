@@ -151,7 +151,9 @@ class TaskInfo:
 
     def clone(self) -> "TaskInfo":
         """A shallow copy (requests and the pod are shared: a session never changes them)."""
-        twin = TaskInfo.__new__(TaskInfo)  # no constructor run in Python; compiled, it runs with its defaults
+        # the class called with arguments: compiled, a direct native call (``__new__`` is a generic
+        # one, then the constructor with its defaults); the fields it works out are set below
+        twin = TaskInfo(self.uid, "", "", "", self.resreq)
         twin.uid, twin.name, twin.namespace, twin.job = self.uid, self.name, self.namespace, self.job
         twin.role, twin.pod, twin.resreq, twin.init_resreq = self.role, self.pod, self.resreq, self.init_resreq
         twin.node_name, twin.status, twin.priority, twin.preemptable = self.node_name, self.status, self.priority, self.preemptable
@@ -514,7 +516,7 @@ class JobInfo:
 
     def clone(self) -> "JobInfo":
         """A deep copy: every task cloned, indexes and sums copied rather than recomputed."""
-        twin = JobInfo.__new__(JobInfo)  # no constructor run in Python; compiled, it runs with its defaults
+        twin = JobInfo(self.uid)  # a direct native call compiled (see TaskInfo.clone); every field is set below
         twin.uid, twin.name, twin.namespace, twin.queue = self.uid, self.name, self.namespace, self.queue
         twin.min_available, twin.task_min_available_total = self.min_available, self.task_min_available_total
         twin.priority, twin.creation, twin.podgroup, twin.phase = self.priority, self.creation, self.podgroup, self.phase
