@@ -39,3 +39,36 @@ def test_the_event_log_reads_each_change_once(service):
     log.emit("Queue", "default", "Test", "two")
     log._catch_up()
     assert len(log._known) == 2
+
+
+def test_the_admission_view_counts_podgroups_as_a_full_parse_would(service):
+    """The view takes a podgroup's queue and phase from the stored document without parsing
+    the whole object (the loop writes a podgroup several times per job): the same counts as
+    ``LiveView.put`` of the parsed podgroup, defaults (queue ``default``, phase Pending) included."""
+    from lahar.admission.view import LiveView
+    from lahar.model.workload import PodGroup
+
+    def group(name, queue=None, phase=None, namespace="default"):
+        body = {"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup", "metadata": {"name": name, "namespace": namespace}, "spec": {"minMember": 1}}
+        if queue:
+            body["spec"]["queue"] = queue
+        if phase:
+            body["status"] = {"phase": phase}
+        return body
+
+    queue = {"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue", "metadata": {"name": "q"}, "spec": {"weight": 1}}
+    service.create(queue)
+    bodies = [group("a"), group("b", "q"), group("c", "q", "Running"), group("d", "q", "Completed"), group("e", None, "Inqueue", "other")]
+    for body in bodies:
+        service.store.create(body)
+    done = service.store.get("PodGroup", "default/c")
+    service.store.update({**done, "status": {"phase": "Completed"}})
+    service.store.delete("PodGroup", "default/a")
+    expected = LiveView()
+    for item in service.store.list("PodGroup")[0]:
+        expected.put(PodGroup.model_validate(item))
+    view = service.view()
+    for name in ("default", "q"):
+        assert view.phase_counts(name) == expected.phase_counts(name)
+        assert view.unfinished_podgroups(name) == expected.unfinished_podgroups(name)
+    assert view.phase_counts("q")["Completed"] == 2 and view.phase_counts("default")["Inqueue"] == 1

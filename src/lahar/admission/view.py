@@ -79,17 +79,24 @@ class LiveView:
         if isinstance(obj, Queue):
             self._queues[obj.name] = obj
         elif isinstance(obj, PodGroup):
-            self._drop_group(obj.key)
-            phase = obj.status.phase or PodGroupPhase.PENDING.value
-            self._groups[obj.key] = (obj.queue, phase)
-            counts = self._phases.setdefault(obj.queue, {})
-            counts[phase] = counts.get(phase, 0) + 1
+            self.put_group(obj.key, obj.queue, obj.status.phase)
+
+    def put_group(self, key: str, queue: str, phase: str | None) -> None:
+        """A podgroup as it now is, by what the view keeps of it: its queue and phase."""
+        self._drop_group(key)
+        phase = phase or PodGroupPhase.PENDING.value
+        self._groups[key] = (queue, phase)
+        counts = self._phases.setdefault(queue, {})
+        counts[phase] = counts.get(phase, 0) + 1
 
     def remove(self, obj: ApiObject) -> None:
         if isinstance(obj, Queue):
             self._queues.pop(obj.name, None)
         elif isinstance(obj, PodGroup):
             self._drop_group(obj.key)
+
+    def remove_group(self, key: str) -> None:
+        self._drop_group(key)
 
     def _drop_group(self, key: str) -> None:
         old = self._groups.pop(key, None)
