@@ -182,6 +182,11 @@ class Resource:
     def is_zero(self, name: str) -> bool:
         return self.get(name) < MIN_RESOURCE
 
+    def holds_anything(self) -> bool:
+        """Whether any dimension, ``pods`` included, is not exactly 0 (a job's allocation: an
+        empty one adds nothing to a sum and gives share 0)."""
+        return bool(self.milli_cpu or self.memory or (self.scalars and any(self.scalars.values())))
+
     # ----------------------------------------------------------------- arithmetic (in place)
 
     def add(self, other: "Resource") -> "Resource":

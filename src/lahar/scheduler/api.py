@@ -516,8 +516,8 @@ class JobInfo:
 
     def clone(self) -> "JobInfo":
         """A deep copy: every task cloned, indexes and sums copied rather than recomputed."""
-        twin = JobInfo(self.uid)  # a direct native call compiled (see TaskInfo.clone); every field is set below
-        twin.uid, twin.name, twin.namespace, twin.queue = self.uid, self.name, self.namespace, self.queue
+        twin = JobInfo(self.uid)  # a direct native call compiled (see TaskInfo.clone); every other field is set below
+        twin.name, twin.namespace, twin.queue = self.name, self.namespace, self.queue
         twin.min_available, twin.task_min_available_total = self.min_available, self.task_min_available_total
         twin.priority, twin.creation, twin.podgroup, twin.phase = self.priority, self.creation, self.podgroup, self.phase
         twin.min_member, twin.min_resource_names = self.min_member, self.min_resource_names

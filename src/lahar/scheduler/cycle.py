@@ -212,7 +212,7 @@ def queue_allocations(ssn: Session) -> dict[str, Resource]:
     holding: dict[str, None] = {}  # queues with allocated jobs, in order of their first job
     for job in ssn.jobs.values():
         held = job.allocated  # JobInfo keeps it as the sum over its allocated tasks
-        if held.milli_cpu or held.memory or (held.scalars and any(held.scalars.values())):
+        if held.holds_anything():
             totals[job.queue].add_nonzero(held)
             holding[job.queue] = None
     if "root" in ssn.queues:

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from typing import Any, Hashable
 
-from lahar.resources import MIN_RESOURCE, Dim, Resource
+from lahar.resources import Dim, Resource
 from lahar.scheduler.api import JobInfo, TaskStatus
 from lahar.scheduler.framework.session import Session
 
@@ -118,7 +118,7 @@ def _counted(attr: Any, dims: list[str]) -> str:
 
 
 def _any_on(res: Resource, dims: list[str]) -> bool:
-    return any(res.get(name) >= MIN_RESOURCE for name in dims)
+    return any(not res.is_zero(name) for name in dims)
 
 
 def _gang_reason(ssn: Session, job: JobInfo, queue, notes: dict) -> dict | None:

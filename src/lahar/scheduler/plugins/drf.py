@@ -29,7 +29,7 @@ class DrfPlugin(Plugin):
         self.shares: dict[str, float] = {}
         for job in ssn.jobs.values():
             held = job.allocated  # JobInfo keeps it as the sum over its allocated tasks
-            if held.milli_cpu or held.memory or (held.scalars and any(held.scalars.values())):
+            if held.holds_anything():
                 allocated = self.allocated[job.uid] = held.clone()
                 self.shares[job.uid] = self._share(allocated)
         ssn.add("preemptable", self.name, self._preemptable)
