@@ -6,6 +6,7 @@ from lahar.model import Node, Pod, PodGroup, Queue
 from lahar.scheduler.cache import ClusterState
 from lahar.scheduler.cycle import run_cycle
 from lahar.scheduler.framework.config import default_config_text, load_config
+from tests.builders import node, pod, podgroup, queue
 
 
 def _cluster(tasks: int) -> list:
@@ -49,8 +50,6 @@ def test_a_podgroup_without_pods_yet_is_explained():
 def _capped_queue_with_admitted_jobs() -> list:
     """Queue capped at 4 CPUs: one job runs on 1 CPU, one was admitted (Inqueue) for 2 CPUs and
     waits for its pods; a third asks to be admitted for 2 CPUs: 2 + 1 + 2 > 4."""
-    from tests.builders import node, pod, podgroup, queue
-
     return [
         node("n0", cpu=16, memory="64Gi", pods=110),
         queue("capped").capability(cpu=4).status("Open").build(),
@@ -73,8 +72,6 @@ def test_the_capability_reason_counts_what_admitted_jobs_reserve():
 
 
 def test_the_capability_reason_without_admitted_jobs_names_what_the_queue_holds():
-    from tests.builders import podgroup
-
     objects = [o for o in _capped_queue_with_admitted_jobs() if o.metadata.name not in ("admitted", "waiting")]
     objects.append(podgroup("big").queue("capped").min_member(1).min_resources(cpu=4).phase("Pending").build())
     result = run_cycle(ClusterState.from_objects(objects), load_config(default_config_text()), 0.0)
@@ -85,8 +82,6 @@ def test_the_capability_reason_without_admitted_jobs_names_what_the_queue_holds(
 
 def test_the_capability_reason_names_what_running_jobs_hold_above_their_minimum():
     """Volcano leaves that part (elastic) out of the check: a job may give it back."""
-    from tests.builders import node, pod, podgroup, queue
-
     objects = [
         node("n0", cpu=16, memory="64Gi", pods=110),
         queue("capped").capability(cpu=4).status("Open").build(),
@@ -103,8 +98,6 @@ def test_the_capability_reason_names_what_running_jobs_hold_above_their_minimum(
 def test_the_capability_reason_stays_the_same_while_only_the_reservations_move():
     """A reason that changes is written again for every job waiting in the queue (the server's
     podgroup annotation): what admitted jobs reserve must not make it change."""
-    from tests.builders import podgroup
-
     def message(reserved: int) -> str:
         objects = [o for o in _capped_queue_with_admitted_jobs() if o.metadata.name != "admitted"]
         objects.append(podgroup("admitted").queue("capped").min_member(1).min_resources(cpu=reserved).phase("Inqueue").build())

@@ -83,7 +83,7 @@ class LiveView:
 
     def put_group(self, key: str, queue: str, phase: str | None) -> None:
         """A podgroup as it now is, by what the view keeps of it: its queue and phase."""
-        self._drop_group(key)
+        self.remove_group(key)
         phase = phase or PodGroupPhase.PENDING.value
         self._groups[key] = (queue, phase)
         counts = self._phases.setdefault(queue, {})
@@ -93,12 +93,9 @@ class LiveView:
         if isinstance(obj, Queue):
             self._queues.pop(obj.name, None)
         elif isinstance(obj, PodGroup):
-            self._drop_group(obj.key)
+            self.remove_group(obj.key)
 
     def remove_group(self, key: str) -> None:
-        self._drop_group(key)
-
-    def _drop_group(self, key: str) -> None:
         old = self._groups.pop(key, None)
         if old is not None:
             self._phases[old[0]][old[1]] -= 1

@@ -68,10 +68,11 @@ class MirrorView(LiveView):
 
 
 def _group_fields(document: dict) -> tuple[str, str, str | None]:
-    """A stored podgroup's key, queue (``default`` when unset) and phase (None when unset)."""
+    """A stored podgroup's key, queue (``DEFAULT`` when unset, as ``PodGroup.queue``) and phase
+    (None when unset)."""
     meta = document.get("metadata") or {}
     spec, status = document.get("spec") or {}, document.get("status") or {}
-    return f"{meta.get('namespace')}/{meta.get('name')}", spec.get("queue") or "default", status.get("phase")
+    return f"{meta.get('namespace')}/{meta.get('name')}", spec.get("queue") or DEFAULT, status.get("phase")
 
 
 class ApiService:
