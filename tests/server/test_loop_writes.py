@@ -79,3 +79,26 @@ def test_a_write_of_an_object_deleted_meanwhile_creates_it_again(cluster):
     after = cluster.get("Pod", "default/a-main-0")
     assert after["status"]["phase"] == "Failed"
     assert world.pods["default/a-main-0"] == KINDS["Pod"].model_validate(after)
+
+
+def test_a_vcjob_is_written_once_it_runs_not_while_it_waits(cluster):
+    """Admission stores a new vcjob as Pending with every pod pending, as the loop would write
+    it once the job is admitted to its queue: the loop's first write of it is the one that says
+    it runs. A job that cannot fit is never written by the loop, however many ticks it waits."""
+    cluster.create(node("n1", cpu="4"))
+    cluster.create(job("a", cpu="1"))
+    cluster.create(job("big", cpu="8"))  # never fits
+    assert _status(cluster, "big") == {"state": {"phase": "Pending"}, "pending": 1}
+    loop = ControlLoop(cluster, load_config(default_config_text()), 1.0, clock=Clock(1_000_000.0))
+    first = cluster.store.current_version()
+    for _ in range(4):
+        loop.tick()
+    written = cluster.store.watch(first, {"Job"}, timeout=0.0)
+    assert [(e.object["metadata"]["name"], e.object["status"]["state"]["phase"]) for e in written] == [("a", "Running")]
+    assert _status(cluster, "a") == {"state": {"phase": "Running"}, "running": 1}
+    assert _status(cluster, "big") == {"state": {"phase": "Pending"}, "pending": 1}
+
+
+def _status(cluster: ApiService, name: str) -> dict:
+    """A stored vcjob's status without its zero counts."""
+    return {k: v for k, v in cluster.get("Job", f"default/{name}")["status"].items() if v}

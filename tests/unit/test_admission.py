@@ -288,6 +288,23 @@ def test_job_defaults_to_default_queue():
     assert admit_create(job("j").tasks(1).build(), ObjectsView()).spec.queue == "default"
 
 
+def test_a_new_job_starts_pending_with_every_pod_pending():
+    """The status the job controller would write first, set at admission: a job is Pending
+    from the moment it is accepted, and the control loop need not write it again until a pod
+    of it runs."""
+    admitted = admit_create(job("j").tasks(2).tasks(3, name="ps").build(), ObjectsView())
+    assert admitted.status.state == {"phase": "Pending"}
+    assert (admitted.status.pending, admitted.status.running, admitted.status.succeeded, admitted.status.failed) == (5, 0, 0, 0)
+
+
+def test_a_job_created_with_a_status_keeps_it():
+    built = job("j").tasks(1).build()
+    built.status.state = {"phase": "Running"}
+    built.status.running = 1
+    admitted = admit_create(built, ObjectsView())
+    assert admitted.status.state == {"phase": "Running"} and admitted.status.running == 1 and admitted.status.pending == 0
+
+
 @pytest.mark.parametrize(
     "builder,expected",
     [

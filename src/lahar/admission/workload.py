@@ -38,11 +38,19 @@ _PREEMPTION_POLICIES = ("PreemptLowerPriority", "Never")
 
 
 def mutate_job(job: Job) -> Job:
-    """``job`` with its queue defaulted: the job itself when it names one, else a copy that
-    shares the parts it does not change (objects are never changed in place)."""
-    if job.spec.queue:
-        return job
-    return job.model_copy(update={"spec": job.spec.model_copy(update={"queue": DEFAULT})})
+    """``job`` with its queue defaulted and, when it has no state yet, the first status the job
+    controller gives it: Pending, with every pod not yet running pending (what the control loop
+    would write once the job is admitted to its queue, so it writes the job next when a pod of
+    it runs). The job itself when there is nothing to fill in, else a copy that shares the parts
+    it does not change (objects are never changed in place)."""
+    changes: dict = {}
+    if not job.spec.queue:
+        changes["spec"] = job.spec.model_copy(update={"queue": DEFAULT})
+    status = job.status
+    if not status.state:
+        pending = max(0, job.total_replicas - status.running - status.succeeded - status.failed)
+        changes["status"] = status.model_copy(update={"state": {"phase": "Pending"}, "pending": pending})
+    return job.model_copy(update=changes) if changes else job
 
 
 def mutate_podgroup(group: PodGroup) -> PodGroup:
