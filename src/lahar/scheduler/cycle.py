@@ -58,6 +58,19 @@ class JobOutcome:
         self.reason = reason
         self.running, self.succeeded, self.failed = running, succeeded, failed
 
+    def same_status(self, other: "JobOutcome") -> bool:
+        """Whether ``other`` says the same of the job to whoever writes statuses: phase, queue,
+        pod counts and reason. Conditions are left out: they carry the session's uid, so they
+        differ every cycle, and they are written only with a reason that changed."""
+        return (
+            self.phase == other.phase
+            and self.running == other.running
+            and self.succeeded == other.succeeded
+            and self.failed == other.failed
+            and self.queue == other.queue
+            and self.reason == other.reason
+        )
+
 
 @dataclass
 class CycleResult:
@@ -69,6 +82,10 @@ class CycleResult:
     # that reads the clock may answer differently (infinite when none does; the cycle's own time
     # when one cannot tell)
     valid_until: float = math.inf
+    # The jobs (in job order) whose outcome is not the ``same_status`` as in ``compared_to``, the
+    # outcomes the caller passed as ``previous`` (those it applied last); every job when none
+    changed: list[str] | None = None
+    compared_to: dict[str, JobOutcome] | None = None
 
     def of_type(self, kind: str) -> list[Decision]:
         return [d for d in self.decisions if d.type == kind]
@@ -91,11 +108,14 @@ def open_session(state: ClusterState, conf: SchedulerConf, now: float = 0.0, uid
     return ssn
 
 
-def close_session(ssn: Session) -> CycleResult:
+def close_session(ssn: Session, previous: dict[str, JobOutcome] | None = None) -> CycleResult:
+    """The session's result; ``previous``: the outcomes the caller last applied, for the
+    result's ``changed`` (a caller that applies only what changed skips the other jobs)."""
     for plugin in ssn.plugins.values():
         plugin.on_session_close(ssn)
     _record_uncommitted_pipelines(ssn)
-    outcomes = {}
+    outcomes: dict[str, JobOutcome] = {}
+    changed: list[str] = []
     for job in ssn.jobs.values():
         kept = ssn.job_facts(job).kept
         counts = kept.get("scheduled")
@@ -103,7 +123,7 @@ def close_session(ssn: Session) -> CycleResult:
             counts = kept["scheduled"] = scheduled_counts(job)
         job.phase = podgroup_phase(job, _unschedulable_now(ssn, job), counts)
         index = job.status_index
-        outcomes[job.uid] = JobOutcome(
+        outcome = outcomes[job.uid] = JobOutcome(
             phase=job.phase,
             queue=job.queue,
             conditions=job.conditions,
@@ -112,17 +132,29 @@ def close_session(ssn: Session) -> CycleResult:
             succeeded=len(index.get(TaskStatus.SUCCEEDED, ())),
             failed=len(index.get(TaskStatus.FAILED, ())),
         )
-    result = CycleResult(ssn.decisions, outcomes, queue_allocations(ssn), ssn, valid_until(ssn))
+        before = previous.get(job.uid) if previous is not None else None
+        if before is None or not outcome.same_status(before):
+            changed.append(job.uid)
+    result = CycleResult(ssn.decisions, outcomes, queue_allocations(ssn), ssn, valid_until(ssn), changed, previous)
     ssn.release()
     return result
 
 
-def run_cycle(state: ClusterState, conf: SchedulerConf, now: float = 0.0, uid: str = "cycle-0", columnar: bool = True) -> CycleResult:
+def run_cycle(
+    state: ClusterState,
+    conf: SchedulerConf,
+    now: float = 0.0,
+    uid: str = "cycle-0",
+    columnar: bool = True,
+    previous: dict[str, JobOutcome] | None = None,
+) -> CycleResult:
+    """One cycle over ``state``. ``previous`` (the outcomes the caller last applied) changes no
+    decision: it only fills in the result's ``changed``."""
     with paused_gc():
         ssn = open_session(state, conf, now, uid, columnar)
         for action in conf.actions:
             ACTIONS[action](ssn)
-        return close_session(ssn)
+        return close_session(ssn, previous)
 
 
 def valid_until(ssn: Session) -> float:

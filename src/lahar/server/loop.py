@@ -228,9 +228,11 @@ class StoreWorld(World):
     def write_reasons(self, result: CycleResult, now: float | None = None) -> None:
         """Each waiting job's reason, as an annotation on its podgroup (cleared once it runs);
         an event when the kind of reason changes."""
-        for uid, outcome in result.jobs.items():
+        outcomes = result.jobs
+        for uid in self.outcomes_to_check(result):
             group = self.podgroups.get(uid)
-            if group is None:
+            outcome = outcomes.get(uid)
+            if group is None or outcome is None:
                 continue
             seen = self._reasons_seen.get(uid)
             if seen is not None and seen[0] is group and seen[1] == outcome.reason:
@@ -393,7 +395,7 @@ class ControlLoop:
         seen = self.world.changes
         self.cycles += 1
         started = time.perf_counter()
-        result = run_cycle(self.world.cache, self.conf, now, uid=f"cycle-{self.cycles}")
+        result = run_cycle(self.world.cache, self.conf, now, uid=f"cycle-{self.cycles}", previous=self.world.applied_outcomes)
         return result, time.perf_counter() - started, seen
 
     def _after_cycle(self, now: float, cycle: tuple[CycleResult, float, int] | None) -> CycleResult:
@@ -442,9 +444,13 @@ class ControlLoop:
         return result
 
     def _completed(self, result: CycleResult) -> list[str]:
-        """The jobs ``result`` found Completed (worked out once per result: quiet ticks reuse it)."""
+        """The jobs ``result`` found Completed, of those whose outcome changed since the last
+        result applied (the others were passed on with that one already), worked out once per
+        result: quiet ticks reuse it."""
         if self._completed_of is None or self._completed_of[0] is not result:
-            self._completed_of = (result, [uid for uid, outcome in result.jobs.items() if outcome.phase == "Completed"])
+            outcomes = result.jobs
+            keys = outcomes if result.changed is None else result.changed
+            self._completed_of = (result, [uid for uid in keys if outcomes[uid].phase == "Completed"])
         return self._completed_of[1]
 
     def _is_quiet(self, world: StoreWorld, now: float) -> bool:

@@ -80,7 +80,7 @@ class Simulation:
         completed = self.world.complete_due(now)
         self.world.refresh_queues(now)
         self.cycle_count += 1
-        result = run_cycle(self.world.cache, self.conf, now, uid=f"cycle-{self.cycle_count}")
+        result = run_cycle(self.world.cache, self.conf, now, uid=f"cycle-{self.cycle_count}", previous=self.world.applied_outcomes)
         self.world.apply(result, now)
         self.world.refresh_queues(now)
         record = CycleRecord(now, result, completed)

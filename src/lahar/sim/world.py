@@ -63,6 +63,11 @@ class World:
     _phases_seen: dict = field(default_factory=dict)  # podgroup key -> (podgroup, phase, running) found up to date
     _reasons_seen: dict = field(default_factory=dict)  # podgroup key -> (podgroup, reason) found written
     changes: int = 0  # objects taken in or let go so far: the same count means the same world
+    # What ``apply`` must look at besides the outcomes that changed (``outcomes_to_check``):
+    # podgroup and vcjob keys taken in or let go since the last apply began, and the outcomes it applied
+    _touched: set = field(default_factory=set)
+    applied_outcomes: dict | None = None
+    _checking: tuple | None = None  # (result, the keys apply looked at)
 
     def __post_init__(self) -> None:
         if not self.raw:
@@ -75,6 +80,9 @@ class World:
         self.__dict__.update(state)
         for memo in ("_phases_seen", "_reasons_seen"):
             self.__dict__.setdefault(memo, {})
+        self.__dict__.setdefault("_touched", set())
+        self.__dict__.setdefault("applied_outcomes", None)
+        self.__dict__.setdefault("_checking", None)
 
     # ----------------------------------------------------------------- views
 
@@ -133,6 +141,8 @@ class World:
         for kind, table in self._tables().items():
             if isinstance(obj, kind):
                 table[obj.key] = obj
+        if isinstance(obj, (PodGroup, Job)):
+            self._touched.add(obj.key)
         self.live.put(obj)
         if isinstance(obj, Pod):
             started = parse_time(obj.status.start_time) if obj.status.start_time else None
@@ -168,6 +178,7 @@ class World:
         if isinstance(obj, (PodGroup, Job)):  # the memos of what was found up to date hold the last object
             for memo in (self._statuses_seen, self._phases_seen, self._reasons_seen):
                 memo.pop(obj.key, None)
+            self._touched.add(obj.key)
         self.live.remove(obj)
         self.started.pop(obj.key, None)
         self.cache.remove(obj)
@@ -244,15 +255,37 @@ class World:
             elif decision.type == "evict":
                 self._store(restart_pod(pod))
             applied.append(decision)
-        for uid, outcome in result.jobs.items():
+        outcomes = result.jobs
+        for uid in self.outcomes_to_check(result):
             group = self.podgroups.get(uid)
-            if group is None:
+            outcome = outcomes.get(uid)
+            if group is None or outcome is None:
                 continue
             self._podgroup_status(uid, group, outcome)
             job = self.jobs.get(uid)
             if job is not None:
                 self._job_status(uid, job, outcome)
         return applied
+
+    def outcomes_to_check(self, result: CycleResult) -> Iterable[str]:
+        """The jobs whose statuses ``result`` may change, in job order: every job, unless the cycle
+        compared its outcomes with the ones applied here last (``run_cycle``'s ``previous``). Then
+        only the jobs whose outcome changed, and those whose podgroup or vcjob came, changed or
+        went since the last ``apply`` began: any other job's outcome and objects are the ones
+        found up to date (or written, which takes the object in again) the last time.
+
+        Worked out once per result, when ``apply`` begins (what it writes then counts for the
+        next one); later writers of the same result (pending reasons) ask again for the same keys."""
+        if self._checking is not None and self._checking[0] is result:
+            return self._checking[1]
+        touched, self._touched = self._touched, set()
+        if result.changed is None or result.compared_to is None or result.compared_to is not self.applied_outcomes:
+            keys: Iterable[str] = result.jobs
+        else:
+            keys = sorted(touched.union(result.changed)) if touched else result.changed
+        self.applied_outcomes = result.jobs
+        self._checking = (result, keys)
+        return keys
 
     def _podgroup_status(self, key: str, group: PodGroup, outcome: Any) -> None:
         """A podgroup's phase and pod counts as the cycle found them. A podgroup found up to date

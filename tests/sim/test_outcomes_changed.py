@@ -1,0 +1,80 @@
+"""A cycle says which jobs' outcomes changed since the ones its caller last applied, and the
+world applies only those (and the jobs whose objects came, changed or went meanwhile). Applying
+only them must leave every podgroup and vcjob exactly as applying every outcome does."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+import lahar.sim.engine as engine
+from lahar.scheduler.cycle import JobOutcome, run_cycle
+from lahar.scheduler.framework.config import default_config_text, load_config
+from lahar.sim.compare import Clock, replay_position, run_replay
+from lahar.sim.engine import Simulation
+from lahar.sim.traces import build_workload, parse_cluster
+
+HEAD = Path(__file__).resolve().parents[1] / "data" / "traces" / "philly-head.csv"
+
+
+def _replay(every_outcome: bool, monkeypatch: pytest.MonkeyPatch) -> tuple[list, int]:
+    """Philly's first 120 jobs on four nodes (jobs wait, start, end): after every cycle, the
+    status of every podgroup and vcjob; and how many jobs ``apply`` looked at in all."""
+    if every_outcome:  # the cycle is told nothing of what was applied: every job is checked
+        monkeypatch.setattr(engine, "run_cycle", lambda *args, previous=None, **kw: run_cycle(*args, **kw))
+    workload = build_workload(f"philly:{HEAD}", limit=120)
+    workload.nodes = parse_cluster(["4 x cpu=64,memory=512Gi,gpu=8"])
+    objects, _ = workload.objects(None)
+    states: list = []
+    checked = [0]
+
+    def observe(sim: Simulation, record) -> None:
+        world = sim.world
+        checked[0] += len(list(world.outcomes_to_check(record.result)))
+        groups = {k: (g.status.phase, g.status.running, g.status.succeeded, g.status.failed) for k, g in world.podgroups.items()}
+        jobs = {k: j.status.model_dump() for k, j in world.jobs.items()}
+        states.append((record.time, groups, jobs))
+
+    sim = Simulation(objects, load_config(default_config_text()), period=1.0, observers=[observe])
+    sim.keep_cycles = False
+    run_replay(sim, replay_position(objects, Clock(1.0, None, None)))
+    monkeypatch.undo()
+    return states, checked[0]
+
+
+def test_applying_only_changed_outcomes_leaves_every_status_as_applying_all(monkeypatch):
+    every, checked_every = _replay(True, monkeypatch)
+    changed, checked_changed = _replay(False, monkeypatch)
+    assert len(every) > 100 and changed == every
+    assert any(phase == "Completed" for _, groups, _ in every for phase, *_ in groups.values())
+    assert any(phase in ("Pending", "Inqueue") for _, groups, _ in every[len(every) // 2 :] for phase, *_ in groups.values())  # jobs wait
+    assert checked_changed < checked_every / 3  # and it did skip most of them
+
+
+def _state():
+    from builders import node, pod, podgroup, queue
+    from lahar.model.workload import PodGroup
+
+    from lahar.scheduler.cache import ClusterState
+
+    objects = [queue("q").weight(1).build(), node("n1", cpu="4", memory="4Gi", pods="110")]
+    for name, cpu in (("fits", "1"), ("waits", "8")):
+        objects += [podgroup(name).queue("q").min_member(1).phase("Inqueue").build(), pod(f"{name}-0").group(name).requests(cpu=cpu).build()]
+    assert all(not isinstance(o, PodGroup) or o.queue == "q" for o in objects)
+    return ClusterState.from_objects(objects)
+
+
+def test_changed_names_the_jobs_whose_status_or_reason_moved():
+    state, conf = _state(), load_config(default_config_text())
+    first = run_cycle(state, conf, uid="c1")
+    assert first.changed == sorted(first.jobs) and first.compared_to is None  # nothing to compare with
+    again = run_cycle(state, conf, uid="c2", previous=first.jobs)
+    assert again.compared_to is first.jobs and again.changed == []  # same cluster, same outcomes
+    assert again.jobs["default/waits"].conditions != first.jobs["default/waits"].conditions  # a new session uid: left out
+    stale = {**first.jobs, "default/fits": JobOutcome(phase="Running", queue="q", running=1)}
+    assert run_cycle(state, conf, uid="c3", previous=stale).changed == ["default/fits"]
+    reason = dict(first.jobs["default/waits"].reason, message="another")
+    moved = {**first.jobs, "default/waits": JobOutcome(phase=first.jobs["default/waits"].phase, queue="q", reason=reason)}
+    assert run_cycle(state, conf, uid="c4", previous=moved).changed == ["default/waits"]
+    assert run_cycle(state, conf, uid="c5", previous={"default/fits": first.jobs["default/fits"]}).changed == ["default/waits"]
