@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 Q = "/apis/scheduling.volcano.sh/v1beta1/queues"
@@ -150,6 +152,26 @@ def test_job_runs_through_the_loop_and_why_explains_waiting(server):
     assert why["reason"]["kind"] == "capability"
     assert "the cluster's size less other queues' guarantees" in why["reason"]["message"]
     assert c.get("/lahar/v1/namespaces/default/jobs/small/why").json()["reason"] is None
+
+
+def test_why_adds_the_queue_s_figures_to_a_deserved_reason_when_asked(server):
+    """The stored reason leaves them out (they move with every task the queue starts or ends,
+    and would rewrite every waiting job's reason); ``why`` reads them from the last cycle."""
+    c = server.client
+    c.post(NODES, json=node("n1", cpu="4"))
+    c.post(Q, json=queue("a"))
+    c.post(Q, json=queue("b"))
+    for name, queue_name, cpu in (("a1", "a", "2"), ("a2", "a", "1"), ("b1", "b", "3")):  # a deserves 2 CPUs of 4
+        assert c.post(JOBS, json=job(name, queue_name, cpu=cpu)).status_code == 201
+        server.clock.advance(1)  # a1 is older than a2: it starts first
+    server.loop.tick()
+    server.loop.tick()
+    group = c.get("/apis/scheduling.volcano.sh/v1beta1/namespaces/default/podgroups/a2").json()
+    stored = json.loads(group["metadata"]["annotations"]["lahar.dev/pending-reason"])
+    assert stored["kind"] == "deserved" and "(" not in stored["message"]
+    why = c.get("/lahar/v1/namespaces/default/jobs/a2/why").json()
+    assert why["reason"]["message"] == stored["message"]
+    assert (why["reason"]["allocated"], why["reason"]["deserved"]) == ("cpu=2", "cpu=2")
 
 
 def test_watch_streams_changes_after_a_version(server):

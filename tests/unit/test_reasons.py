@@ -106,3 +106,33 @@ def test_the_capability_reason_stays_the_same_while_only_the_reservations_move()
         return reason["message"]
 
     assert message(2) == message(3)
+
+
+def _at_its_share(running_cpus: int) -> list:
+    """Two queues of weight 1 on 12 CPUs: ``a`` runs ``running_cpus`` CPUs (at or over its
+    deserved 6, as ``b`` asks for more than the rest) and has a 2-CPU job waiting."""
+    return [
+        node("n0", cpu=12, memory="64Gi", pods=110),
+        queue("a").weight(1).status("Open").build(),
+        queue("b").weight(1).status("Open").build(),
+        podgroup("runs").queue("a").min_member(1).phase("Running").build(),
+        pod("runs-t-0").group("runs").requests(cpu=running_cpus).on("n0").build(),
+        podgroup("waits").queue("a").min_member(1).phase("Inqueue").build(),
+        pod("waits-t-0").group("waits").requests(cpu=2).build(),
+        podgroup("wants").queue("b").min_member(1).phase("Inqueue").build(),
+        pod("wants-t-0").group("wants").requests(cpu=20).build(),
+    ]
+
+
+def test_the_deserved_reason_stays_the_same_while_the_queue_s_usage_moves():
+    """The queue's figures move with every task it starts or ends, and its deserved share with
+    every other queue's demand: a reason that carried them was written again for every job
+    waiting in the queue at each move (thousands of podgroups in a deep backlog). ``job why``
+    adds them when asked (``tests/server``)."""
+    def reason(running_cpus: int) -> dict:
+        found = run_cycle(ClusterState.from_objects(_at_its_share(running_cpus)), load_config(default_config_text()), 0.0).jobs["default/waits"].reason
+        assert found is not None and found["kind"] == "deserved", found
+        return found
+
+    assert reason(6) == reason(7)
+    assert reason(6)["message"] == "queue a has used its deserved share; the job's cpu=2 must wait until the queue's usage falls or its share grows"

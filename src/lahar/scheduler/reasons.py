@@ -33,10 +33,11 @@ from lahar.resources import Dim, Resource
 from lahar.scheduler.api import JobInfo, TaskStatus
 from lahar.scheduler.framework.session import Session
 
-__all__ = ["explain"]
+__all__ = ["explain", "quantities_text"]
 
 
-def _quantities(res: Resource | None, only: list[str] | None = None) -> str:
+def quantities_text(res: Resource | None, only: list[str] | None = None) -> str:
+    """``cpu=2, memory=4Gi`` (pods left out); only the named dimensions when given."""
     if res is None:
         return "-"
     shown = {k: v for k, v in res.to_quantities().items() if k != "pods" and (only is None or k in only)}
@@ -91,8 +92,8 @@ def _admission_reason(ssn: Session, job: JobInfo, queue, notes: dict) -> dict | 
         capped = queue_obj is not None and bool(queue_obj.queue.spec.capability)
         limit = "its capability" if capped else "the cluster's size less other queues' guarantees (it sets no capability)"
         message = (
-            f"queue {note['queue']} capability reached on {names}: the job needs {_quantities(job.get_min_resources(), dims)}, "
-            f"the queue holds {_counted(attr, dims)} of at most {_quantities(cap, dims)}, {limit}"
+            f"queue {note['queue']} capability reached on {names}: the job needs {quantities_text(job.get_min_resources(), dims)}, "
+            f"the queue holds {_counted(attr, dims)} of at most {quantities_text(cap, dims)}, {limit}"
         )
         return {"kind": "capability", "message": message, "resources": note.get("resources") or []}
     if "cluster-overcommit" in notes:
@@ -109,7 +110,7 @@ def _counted(attr: Any, dims: list[str]) -> str:
     written again for every job waiting in the queue."""
     if attr is None:
         return "-"
-    text = _quantities(attr.allocated, dims)
+    text = quantities_text(attr.allocated, dims)
     if _any_on(attr.elastic, dims):
         text += " (part of it above its jobs' minimum, which is not counted)"
     if _any_on(attr.inqueue, dims):
@@ -192,19 +193,19 @@ def _pending_request(job: JobInfo) -> tuple[Resource, Hashable]:
 
 
 def _deserved_message(ssn: Session, queue: str, request: Resource) -> str:
+    """Without the queue's figures: what it holds moves with every task it starts or ends, and
+    what it deserves with every other queue's demand, and a reason that changes is written
+    again for every job waiting in the queue. ``job why`` adds them when asked
+    (``server.app.deserved_figures``)."""
     attr = ssn.queue_attrs.get(queue)
     deserved = attr.deserved if attr is not None else Resource()
     allocated = attr.allocated if attr is not None else Resource()
     if not request.clone().less_equal(deserved, Dim.ZERO) or allocated.less_equal(Resource(), Dim.ZERO):
         return (
-            f"the job asks for {_quantities(request)}, more than queue {queue} deserves "
-            f"({_quantities(deserved)}); it can start only on idle capacity, and reclaiming from other "
-            "queues would take this queue over its deserved share"
+            f"the job asks for {quantities_text(request)}, more than queue {queue} deserves; it can start "
+            "only on idle capacity, and reclaiming from other queues would take this queue over its deserved share"
         )
-    return (
-        f"queue {queue} has used its deserved share ({_quantities(allocated)} of {_quantities(deserved)}); "
-        f"the job's {_quantities(request)} must wait until the queue's usage falls or its share grows"
-    )
+    return f"queue {queue} has used its deserved share; the job's {quantities_text(request)} must wait until the queue's usage falls or its share grows"
 
 
 def _gang_message(job: JobInfo) -> str:

@@ -38,6 +38,7 @@ from lahar.errors import BadRequest, LaharError, NotFound
 from lahar.server import events, forecast_routes, openapi, usage_routes
 from lahar.server.bodies import JSON_OBJECT_BODY, json_object
 from lahar.server.limits import LimitsMiddleware
+from lahar.scheduler.reasons import quantities_text
 from lahar.server.service import EVENT_KIND, ApiService
 from lahar.store.base import watch_through
 
@@ -233,7 +234,7 @@ def _add_lahar_routes(app: FastAPI, service: ApiService, loop: Any, metrics: Cal
     @app.get("/lahar/v1/namespaces/{namespace}/jobs/{name}/why", tags=["Lahar"], summary="Why a job waits")
     def why(request: Request, namespace: str, name: str) -> dict:
         service.get("PodGroup" if service.exists("PodGroup", f"{namespace}/{name}") else "Job", f"{namespace}/{name}", who=_who(request))
-        return _why(service, namespace, name)
+        return _why(service, namespace, name, loop)
 
     @app.get("/lahar/v1/queues/tree", tags=["Lahar"], summary="The queue hierarchy with shares")
     def tree() -> dict:
@@ -282,7 +283,7 @@ def _add_token_routes(app: FastAPI, tokens: Any) -> None:
         return {"id": record.id, "user": record.user, "revoked": record.revoked}
 
 
-def _why(service: ApiService, namespace: str, name: str) -> dict:
+def _why(service: ApiService, namespace: str, name: str, loop: Any = None) -> dict:
     from lahar.server.loop import REASON_ANNOTATION
 
     key = f"{namespace}/{name}"
@@ -296,9 +297,21 @@ def _why(service: ApiService, namespace: str, name: str) -> dict:
         "job": key,
         "queue": group.get("spec", {}).get("queue", "default"),
         "phase": group.get("status", {}).get("phase", "Pending"),
-        "reason": json.loads(text) if text else None,
+        "reason": deserved_figures(json.loads(text), loop) if text else None,
         "conditions": group.get("status", {}).get("conditions", []),
     }
+
+
+def deserved_figures(reason: dict, loop: Any) -> dict:
+    """A ``deserved`` reason with its queue's figures as the last cycle found them (what the
+    queue holds, what it deserves): the stored reason leaves them out, as they move with every
+    task the queue starts or ends and a changed reason is written again for every waiting job."""
+    if reason.get("kind") != "deserved" or loop is None or loop.last is None:
+        return reason
+    attr = loop.last.session.queue_attrs.get(reason.get("queue"))
+    if attr is None:
+        return reason
+    return {**reason, "allocated": quantities_text(attr.allocated), "deserved": quantities_text(attr.deserved)}
 
 
 def queue_shares(service: ApiService, loop: Any) -> list[dict]:
