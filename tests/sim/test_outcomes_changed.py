@@ -13,6 +13,7 @@ from lahar.scheduler.cycle import JobOutcome, run_cycle
 from lahar.scheduler.framework.config import default_config_text, load_config
 from lahar.sim.compare import Clock, replay_position, run_replay
 from lahar.sim.engine import Simulation
+from lahar.sim.metrics import MetricsCollector
 from lahar.sim.traces import build_workload, parse_cluster
 
 HEAD = Path(__file__).resolve().parents[1] / "data" / "traces" / "philly-head.csv"
@@ -78,3 +79,37 @@ def test_changed_names_the_jobs_whose_status_or_reason_moved():
     moved = {**first.jobs, "default/waits": JobOutcome(phase=first.jobs["default/waits"].phase, queue="q", reason=reason)}
     assert run_cycle(state, conf, uid="c4", previous=moved).changed == ["default/waits"]
     assert run_cycle(state, conf, uid="c5", previous={"default/fits": first.jobs["default/fits"]}).changed == ["default/waits"]
+
+
+class _EveryJob(MetricsCollector):
+    """Looks at every job in every cycle, as the collector did before it read ``changed``."""
+
+    looked = 0
+
+    def _jobs_to_look_at(self, result, bound):
+        self._reset_pending()
+        self.looked += len(result.jobs)
+        return result.jobs
+
+
+class _Counting(MetricsCollector):
+    looked = 0
+
+    def _jobs_to_look_at(self, result, bound):
+        keys = super()._jobs_to_look_at(result, bound)
+        self.looked += len(keys)
+        return keys
+
+
+def test_the_metrics_from_changed_outcomes_are_those_from_every_outcome():
+    workload = build_workload(f"philly:{HEAD}", limit=120)
+    workload.nodes = parse_cluster(["4 x cpu=64,memory=512Gi,gpu=8"])
+    objects, _ = workload.objects(None)
+    every, changed = _EveryJob(), _Counting()
+    sim = Simulation(objects, load_config(default_config_text()), period=1.0, observers=[every, changed])
+    sim.keep_cycles = False
+    run_replay(sim, replay_position(objects, Clock(1.0, None, None)))
+    assert changed.result(sim) == every.result(sim)
+    assert changed.result(sim)["summary"]["jobs"] == 120 and every.looked > 10_000
+    assert changed.looked < every.looked / 3
+

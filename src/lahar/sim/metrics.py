@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Iterable
 
 import numpy as np
 
@@ -168,6 +168,21 @@ class MetricsCollector:
         self._last: float | None = None
         self._leaves: list[str] = []
         self._shape = (-1, -1)
+        self._reset_pending()
+
+    def _reset_pending(self) -> None:
+        """What ``_track_jobs`` carries from one cycle to the next: the waiting jobs (uid -> queue)
+        and their count per queue, the jobs bound in the last cycle, and its outcomes."""
+        self._waiting: dict[str, str] = {}
+        self._waiting_per_queue: dict[str, int] = {}
+        self._bound_before: set[str] = set()
+        self._seen_outcomes: dict | None = None
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        """Unpickling a collector an older version saved: it starts with a full look at the jobs."""
+        self.__dict__.update(state)
+        if "_waiting" not in state:
+            self._reset_pending()
 
     # ----------------------------------------------------------------- observing
 
@@ -208,19 +223,46 @@ class MetricsCollector:
     def _track_jobs(self, sim: Any, record: Any) -> dict[str, int]:
         """Register new jobs, note starts and ends; returns the pending jobs per queue (a job
         bound in this cycle still reports its old phase: it is counted as started)."""
-        now, pending = record.time, {}
+        now, outcomes = record.time, record.result.jobs
         bound = {d.job for d in record.result.decisions if d.type == "bind"}
-        for uid, outcome in record.result.jobs.items():
+        for uid in self._jobs_to_look_at(record.result, bound):
+            outcome = outcomes.get(uid)
+            if outcome is None:
+                continue
             job = self.jobs.get(uid)
             if job is None:
                 job = self.jobs[uid] = JobRecord(outcome.queue, _submit_time(sim, uid, now))
             if job.start is None and (uid in bound or outcome.running or outcome.phase == "Completed"):
                 job.start = now
-            if outcome.phase in _PENDING_PHASES and uid not in bound:
-                pending[outcome.queue] = pending.get(outcome.queue, 0) + 1
-            elif outcome.phase == "Completed" and job.end is None:
+            waiting = outcome.phase in _PENDING_PHASES and uid not in bound
+            self._count_waiting(uid, outcome.queue if waiting else None)
+            if not waiting and outcome.phase == "Completed" and job.end is None:
                 job.end = now
-        return pending
+        self._bound_before, self._seen_outcomes = bound, outcomes
+        return {queue: count for queue, count in self._waiting_per_queue.items() if count}
+
+    def _jobs_to_look_at(self, result: Any, bound: set[str]) -> Iterable[str]:
+        """Every job of ``result``, in job order; or, when the cycle compared its outcomes with
+        the last ones seen here (the simulation applied them: ``CycleResult.changed``) and no job
+        left its view since, only those whose outcome changed and those bound in this cycle or
+        the last (binding moves a job out of the waiting count before its outcome changes).
+        Any other job's outcome, and so what was noted of it, is the same as when last looked at."""
+        before = self._seen_outcomes
+        if result.changed is not None and before is not None and result.compared_to is before:
+            arrived = sum(1 for uid in result.changed if uid not in before)
+            if len(result.jobs) == len(before) + arrived:  # none left
+                return sorted(set(result.changed).union(bound, self._bound_before))
+        self._reset_pending()
+        return result.jobs
+
+    def _count_waiting(self, uid: str, queue: str | None) -> None:
+        """The job waits in ``queue`` now (None: it does not wait)."""
+        was = self._waiting.pop(uid, None)
+        if was is not None:
+            self._waiting_per_queue[was] -= 1
+        if queue is not None:
+            self._waiting[uid] = queue
+            self._waiting_per_queue[queue] = self._waiting_per_queue.get(queue, 0) + 1
 
     def _track_decisions(self, record: Any) -> None:
         for decision in record.result.decisions:
