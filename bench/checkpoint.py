@@ -6,9 +6,11 @@
 
 ``save`` replays the whole trace as ``bench/trace.py philly`` does (same cluster, configuration
 and metrics) up to the given cycle and pickles the simulation with its replay position. ``run``
-loads it, runs the next cycles and prints one JSON line: CPU seconds, milliseconds per cycle and
-a digest of every cycle's decisions, podgroup phases, reasons and conditions. Two versions of
-the code that print the same digest decided the same.
+loads it, runs the next cycles and prints one JSON line: CPU seconds, milliseconds per cycle, a
+digest of every cycle's decisions, podgroup phases, reasons and conditions and, with
+``--reason-changes`` (which costs time of its own), how many jobs' pending reasons differ from
+the cycle before (a server writes each such podgroup again). Two
+versions of the code that print the same digest decided the same.
 
 To compare two versions, run ``run`` alternately with each (``PYTHONPATH=OTHER/src``) on the same
 file. The file holds the simulation's objects as pickled by the code that saved it: save with the
@@ -53,15 +55,24 @@ def save(cycle: int, path: str, traces: str | None) -> None:
     print(json.dumps({"bench": "checkpoint", "saved": path, "cycles": sim.cycle_count, "sim_seconds": position.now, "cpu_seconds": round(time.process_time() - started, 1)}))
 
 
-def run(path: str, cycles: int) -> None:
+def run(path: str, cycles: int, count_reasons: bool = False) -> None:
     with open(path, "rb") as source:
         sim, position = pickle.load(source)
     digest = hashlib.sha256()
+    reasons: dict = {}
+    moved = [0]  # pending reasons that differ from the cycle before: a server writes each one
 
     def fingerprint(_sim: Simulation, record) -> None:
         digest.update(repr([(d.type, d.task, d.node) for d in record.result.decisions]).encode())
         jobs = sorted((uid, o.phase, repr(o.reason), repr(o.conditions)) for uid, o in record.result.jobs.items())
         digest.update(repr(jobs).encode())
+        if not count_reasons:
+            return
+        now = {uid: o.reason for uid, o in record.result.jobs.items()}
+        if reasons:
+            moved[0] += sum(1 for uid, reason in now.items() if uid in reasons and reasons[uid] != reason)
+        reasons.clear()
+        reasons.update(now)
 
     sim.observers.append(fingerprint)
     first = sim.cycle_count
@@ -70,7 +81,7 @@ def run(path: str, cycles: int) -> None:
         run_replay(sim, position, cycles=cycles)
     cpu = time.process_time() - started
     done = sim.cycle_count - first
-    print(json.dumps({"bench": "checkpoint", "from_cycle": first, "cycles": done, "cpu_seconds": round(cpu, 2), "ms_per_cycle": round(1000 * cpu / max(done, 1), 2), "digest": digest.hexdigest()[:16]}))
+    print(json.dumps({"bench": "checkpoint", "from_cycle": first, "cycles": done, "cpu_seconds": round(cpu, 2), "ms_per_cycle": round(1000 * cpu / max(done, 1), 2), "digest": digest.hexdigest()[:16], **({"reason_changes": moved[0]} if count_reasons else {})}))
 
 
 def repeat(path: str, times: int) -> None:
@@ -99,6 +110,7 @@ def main() -> None:
     running = commands.add_parser("run", help="resume FILE for --cycles cycles; print CPU and a digest of the decisions")
     running.add_argument("file")
     running.add_argument("--cycles", type=int, default=200)
+    running.add_argument("--reason-changes", action="store_true", help="also count the pending reasons that differ from the cycle before")
     repeating = commands.add_parser("repeat", help="run the cycle at FILE's position --times times on the same cluster; print the median CPU ms")
     repeating.add_argument("file")
     repeating.add_argument("--times", type=int, default=30)
@@ -110,7 +122,7 @@ def main() -> None:
             sys.exit("save: CYCLE must be 1 or more")
         save(args.cycle, args.file, args.traces)
     else:
-        run(args.file, args.cycles)
+        run(args.file, args.cycles, args.reason_changes)
 
 
 if __name__ == "__main__":
