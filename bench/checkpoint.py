@@ -69,8 +69,7 @@ def run(path: str, cycles: int, count_reasons: bool = False) -> None:
         if not count_reasons:
             return
         now = {uid: o.reason for uid, o in record.result.jobs.items()}
-        if reasons:
-            moved[0] += sum(1 for uid, reason in now.items() if uid in reasons and reasons[uid] != reason)
+        moved[0] += sum(1 for uid, reason in now.items() if uid in reasons and reasons[uid] != reason)
         reasons.clear()
         reasons.update(now)
 

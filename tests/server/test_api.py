@@ -174,6 +174,21 @@ def test_why_adds_the_queue_s_figures_to_a_deserved_reason_when_asked(server):
     assert (why["reason"]["allocated"], why["reason"]["deserved"]) == ("cpu=2", "cpu=2")
 
 
+@pytest.mark.parametrize("written", ['"x"', "[1, 2]", "{not json", '{"kind": "deserved", "queue": ["a"], "message": "m"}'])
+def test_why_of_a_reason_annotation_someone_else_wrote_is_an_answer(server, written):
+    """Anyone may write the annotation: what is not a reason object is shown as its text."""
+    c = server.client
+    assert c.post(JOBS, json=job("odd", cpu="1")).status_code == 201
+    server.loop.tick()
+    group = server.service.get("PodGroup", "default/odd")
+    group["metadata"].setdefault("annotations", {})["lahar.dev/pending-reason"] = written
+    server.service.update_status(group)
+    response = c.get("/lahar/v1/namespaces/default/jobs/odd/why")
+    assert response.status_code == 200
+    reason = response.json()["reason"]
+    assert reason == ({"kind": "unreadable", "message": written} if not written.startswith('{"') else json.loads(written))
+
+
 def test_watch_streams_changes_after_a_version(server):
     c = server.client
     version = int(c.get(Q).json()["metadata"]["resourceVersion"])

@@ -79,6 +79,30 @@ def test_changed_names_the_jobs_whose_status_or_reason_moved():
     moved = {**first.jobs, "default/waits": JobOutcome(phase=first.jobs["default/waits"].phase, queue="q", reason=reason)}
     assert run_cycle(state, conf, uid="c4", previous=moved).changed == ["default/waits"]
     assert run_cycle(state, conf, uid="c5", previous={"default/fits": first.jobs["default/fits"]}).changed == ["default/waits"]
+    for count in ("running", "succeeded", "failed"):  # a pod count alone moved
+        before = first.jobs["default/fits"]
+        moved = JobOutcome(before.phase, before.queue, before.conditions, before.reason, before.running, before.succeeded, before.failed)
+        setattr(moved, count, getattr(moved, count) + 1)
+        assert run_cycle(state, conf, uid="c6", previous={**first.jobs, "default/fits": moved}).changed == ["default/fits"], count
+
+
+def test_a_copy_of_a_result_without_some_decisions_is_checked_as_the_result_was():
+    """The server drops decisions a request made void while the cycle ran (a copy of the result
+    with fewer decisions, the same outcomes): its pending reasons look at the jobs ``apply``
+    looked at, not at every job."""
+    import dataclasses
+
+    workload = build_workload(f"philly:{HEAD}", limit=120)
+    workload.nodes = parse_cluster(["4 x cpu=64,memory=512Gi,gpu=8"])
+    objects, _ = workload.objects(None)
+    records: list = []
+    sim = Simulation(objects, load_config(default_config_text()), period=1.0, observers=[lambda s, r: records.append(r)])
+    sim.keep_cycles = False
+    run_replay(sim, replay_position(objects, Clock(1.0, None, None)), cycles=300)
+    record = records[-1]
+    keys = sim.world.outcomes_to_check(record.result)
+    assert len(list(keys)) < len(record.result.jobs)  # not every job
+    assert sim.world.outcomes_to_check(dataclasses.replace(record.result, decisions=[])) is keys
 
 
 class _EveryJob(MetricsCollector):

@@ -298,11 +298,12 @@ def test_a_new_job_starts_pending_with_every_pod_pending():
 
 
 def test_a_job_created_with_a_status_keeps_it():
-    built = job("j").tasks(1).build()
+    built = job("j").tasks(3).build()
     built.status.state = {"phase": "Running"}
     built.status.running = 1
     admitted = admit_create(built, ObjectsView())
-    assert admitted.status.state == {"phase": "Running"} and admitted.status.running == 1 and admitted.status.pending == 0
+    assert admitted.status.state == {"phase": "Running"} and admitted.status.running == 1
+    assert admitted.status.pending == 0  # as given: not worked out (it would be 2)
 
 
 @pytest.mark.parametrize(

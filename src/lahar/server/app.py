@@ -297,18 +297,30 @@ def _why(service: ApiService, namespace: str, name: str, loop: Any = None) -> di
         "job": key,
         "queue": group.get("spec", {}).get("queue", "default"),
         "phase": group.get("status", {}).get("phase", "Pending"),
-        "reason": deserved_figures(json.loads(text), loop) if text else None,
+        "reason": deserved_figures(_stored_reason(text), loop) if text else None,
         "conditions": group.get("status", {}).get("conditions", []),
     }
 
 
+def _stored_reason(text: str) -> dict:
+    """The reason annotation as stored: the scheduler writes a JSON object, but anyone may write
+    the annotation; what is not a JSON object is shown as its text."""
+    try:
+        reason = json.loads(text)
+    except ValueError:
+        reason = None
+    return reason if isinstance(reason, dict) else {"kind": "unreadable", "message": text}
+
+
 def deserved_figures(reason: dict, loop: Any) -> dict:
-    """A ``deserved`` reason with its queue's figures as the last cycle found them (what the
-    queue holds, what it deserves): the stored reason leaves them out, as they move with every
-    task the queue starts or ends and a changed reason is written again for every waiting job."""
+    """A ``deserved`` reason with its queue's figures as the last cycle this server ran found
+    them (what the queue holds, what it deserves): the stored reason leaves them out, as they
+    move with every task the queue starts or ends and a changed reason is written again for
+    every waiting job. Any other reason as it is."""
     if reason.get("kind") != "deserved" or loop is None or loop.last is None:
         return reason
-    attr = loop.last.session.queue_attrs.get(reason.get("queue"))
+    queue = reason.get("queue")
+    attr = loop.last.session.queue_attrs.get(queue) if isinstance(queue, str) else None
     if attr is None:
         return reason
     return {**reason, "allocated": quantities_text(attr.allocated), "deserved": quantities_text(attr.deserved)}

@@ -67,7 +67,7 @@ class World:
     # podgroup and vcjob keys taken in or let go since the last apply began, and the outcomes it applied
     _touched: set = field(default_factory=set)
     applied_outcomes: dict | None = None
-    _checking: tuple | None = None  # (result, the keys apply looked at)
+    _checking: tuple | None = None  # (a result's outcomes, the keys apply looked at)
 
     def __post_init__(self) -> None:
         if not self.raw:
@@ -274,9 +274,10 @@ class World:
         went since the last ``apply`` began: any other job's outcome and objects are the ones
         found up to date (or written, which takes the object in again) the last time.
 
-        Worked out once per result, when ``apply`` begins (what it writes then counts for the
-        next one); later writers of the same result (pending reasons) ask again for the same keys."""
-        if self._checking is not None and self._checking[0] is result:
+        Worked out once per result's outcomes, when ``apply`` begins (what it writes then counts
+        for the next one); later writers of the same outcomes (pending reasons, also of a copy of
+        the result without the decisions a request made void) get the same keys."""
+        if self._checking is not None and self._checking[0] is result.jobs:
             return self._checking[1]
         touched, self._touched = self._touched, set()
         if result.changed is None or result.compared_to is None or result.compared_to is not self.applied_outcomes:
@@ -284,7 +285,7 @@ class World:
         else:
             keys = sorted(touched.union(result.changed)) if touched else result.changed
         self.applied_outcomes = result.jobs
-        self._checking = (result, keys)
+        self._checking = (result.jobs, keys)
         return keys
 
     def _podgroup_status(self, key: str, group: PodGroup, outcome: Any) -> None:
