@@ -157,6 +157,8 @@ def test_job_runs_through_the_loop_and_why_explains_waiting(server):
 def test_why_adds_the_queue_s_figures_to_a_deserved_reason_when_asked(server):
     """The stored reason leaves them out (they move with every task the queue starts or ends,
     and would rewrite every waiting job's reason); ``why`` reads them from the last cycle."""
+    from lahar.scheduler.cache import format_time
+
     c = server.client
     c.post(NODES, json=node("n1", cpu="4"))
     c.post(Q, json=queue("a"))
@@ -172,6 +174,7 @@ def test_why_adds_the_queue_s_figures_to_a_deserved_reason_when_asked(server):
     why = c.get("/lahar/v1/namespaces/default/jobs/a2/why").json()
     assert why["reason"]["message"] == stored["message"]
     assert (why["reason"]["allocated"], why["reason"]["deserved"]) == ("cpu=2", "cpu=2")
+    assert why["reason"]["as_of"] == format_time(server.clock())  # when the last cycle ran
 
 
 @pytest.mark.parametrize("written", ['"x"', "[1, 2]", "{not json", '{"kind": "deserved", "queue": ["a"], "message": "m"}'])

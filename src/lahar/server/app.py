@@ -314,7 +314,8 @@ def _stored_reason(text: str) -> dict:
 
 def deserved_figures(reason: dict, loop: Any) -> dict:
     """A ``deserved`` reason with its queue's figures as the last cycle this server ran found
-    them (what the queue holds, what it deserves): the stored reason leaves them out, as they
+    them (what the queue holds, what it deserves, and that cycle's time: on a server that is not
+    the leader, the last cycle it ran may be long ago): the stored reason leaves them out, as they
     move with every task the queue starts or ends and a changed reason is written again for
     every waiting job. Any other reason as it is."""
     if reason.get("kind") != "deserved" or loop is None or loop.last is None:
@@ -323,7 +324,10 @@ def deserved_figures(reason: dict, loop: Any) -> dict:
     attr = loop.last.session.queue_attrs.get(queue) if isinstance(queue, str) else None
     if attr is None:
         return reason
-    return {**reason, "allocated": quantities_text(attr.allocated), "deserved": quantities_text(attr.deserved)}
+    from lahar.scheduler.cache import format_time
+
+    figures = {"allocated": quantities_text(attr.allocated), "deserved": quantities_text(attr.deserved)}
+    return {**reason, **figures, "as_of": format_time(loop.last.session.now)}  # a follower's may be old
 
 
 def queue_shares(service: ApiService, loop: Any) -> list[dict]:
