@@ -2,6 +2,7 @@
 
     python bench/backlog.py                        # 2 queues, 1,000 jobs each, 30 ticks
     python bench/backlog.py --jobs 3000 --ticks 60
+    python bench/backlog.py --moving-demand        # and a third queue whose demand comes and goes
 
 Builds an ``ApiService`` over a fresh SQLite file in a temporary folder and a ``ControlLoop`` on
 a virtual clock (one second per tick), four nodes of 64 CPUs and two queues (weights 1 and 3).
@@ -12,6 +13,10 @@ store writes, podgroup writes (a waiting job's reason and conditions live on its
 the tick's CPU milliseconds; the jobs still waiting at the end, and their reasons by kind. Pods
 get random uids, as in a real server: the counts at the end may differ by a job or two between
 runs, the per-tick figures hardly.
+
+``--moving-demand`` adds a third queue (weight 2) that gets one short job every other tick, less
+than its share: the deserved shares of the other two move as its demand comes and goes, while
+their backlogs wait at their shares.
 
 What it watches: a tick should write in proportion to the jobs that started, ended or changed
 reason, not to the jobs waiting. A reason whose text carries a figure that moves with every
@@ -50,21 +55,27 @@ def job(name: str, queue: str, cpus: int, seconds: int) -> dict:
     }
 
 
-def run(jobs: int, ticks: int, folder: Path) -> dict:
+MOVING = "c"  # --moving-demand: the third queue
+
+
+def run(jobs: int, ticks: int, folder: Path, moving_demand: bool = False) -> dict:
     store = open_store(f"sqlite:///{folder / 'lahar.db'}")
     # creation times one second apart, in submit order (the jobs' age order does not hang on the wall clock)
     service = ApiService(store, clock=itertools.count(1_000_000_000).__next__)
     for n in range(NODES):
         allocatable = {"cpu": str(NODE_CPUS), "memory": "256Gi", "pods": "110"}
         service.create({"apiVersion": "v1", "kind": "Node", "metadata": {"name": f"node-{n}"}, "status": {"allocatable": allocatable}})
-    for name, weight in QUEUES.items():
+    queues = {**QUEUES, MOVING: 2} if moving_demand else QUEUES
+    for name, weight in queues.items():
         service.create({"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue", "metadata": {"name": name}, "spec": {"weight": weight}})
     loop = ControlLoop(service, load_config(default_config_text()), 1.0, clock=iter(range(10, 10**9)).__next__)
     for k in range(jobs):
         for index, name in enumerate(QUEUES):
             service.create(job(f"{name}-{k}", name, 1 + (k + index) % 3, 3 + (k * 7 + index) % 7))
     writes, group_writes, cpu = [], [], []
-    for _ in range(ticks):
+    for tick in range(ticks):
+        if moving_demand and tick % 2 == 0:
+            service.create(job(f"{MOVING}-{tick}", MOVING, 4 + tick % 3 * 4, 2))
         version, started = store.current_version(), time.process_time()
         loop.tick()
         cpu.append(time.process_time() - started)
@@ -94,11 +105,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--jobs", type=int, default=1000, help="jobs submitted to each of the two queues")
     parser.add_argument("--ticks", type=int, default=30)
+    parser.add_argument("--moving-demand", action="store_true", help="a third queue whose demand comes and goes (the others' deserved shares move)")
     args = parser.parse_args()
     if args.ticks < 4:
         parser.error("--ticks: at least 4 (the first three are left out of the figures)")
     with tempfile.TemporaryDirectory() as folder:
-        print(json.dumps(run(args.jobs, args.ticks, Path(folder))))
+        print(json.dumps(run(args.jobs, args.ticks, Path(folder), args.moving_demand)))
 
 
 if __name__ == "__main__":

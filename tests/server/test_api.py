@@ -151,6 +151,7 @@ def test_job_runs_through_the_loop_and_why_explains_waiting(server):
     why = c.get("/lahar/v1/namespaces/default/jobs/big/why").json()
     assert why["reason"]["kind"] == "capability"
     assert "the cluster's size less other queues' guarantees" in why["reason"]["message"]
+    assert why["reason"]["allocated"] == "cpu=1"  # what the queue holds, added when asked
     assert c.get("/lahar/v1/namespaces/default/jobs/small/why").json()["reason"] is None
 
 

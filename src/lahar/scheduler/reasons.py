@@ -93,7 +93,7 @@ def _admission_reason(ssn: Session, job: JobInfo, queue, notes: dict) -> dict | 
         limit = "its capability" if capped else "the cluster's size less other queues' guarantees (it sets no capability)"
         message = (
             f"queue {note['queue']} capability reached on {names}: the job needs {quantities_text(job.get_min_resources(), dims)}, "
-            f"the queue holds {_counted(attr, dims)} of at most {quantities_text(cap, dims)}, {limit}"
+            f"more than the queue has left of at most {quantities_text(cap, dims)}{_counted(attr, dims)}, {limit}"
         )
         return {"kind": "capability", "message": message, "resources": note.get("resources") or []}
     if "cluster-overcommit" in notes:
@@ -103,19 +103,20 @@ def _admission_reason(ssn: Session, job: JobInfo, queue, notes: dict) -> dict | 
 
 
 def _counted(attr: Any, dims: list[str]) -> str:
-    """What the enqueue check counts against the capability besides the job (``admits``): what
-    the queue holds, plus what its admitted jobs still reserve (inqueue), less what its jobs hold
-    above their minimum (elastic). Those two are named without their figures, only where they
-    are not zero: they move with every job admitted or placed, and a reason that changes is
-    written again for every job waiting in the queue."""
+    """What the enqueue check counts against the capability besides the job (``admits``) and
+    what the queue holds: what its admitted jobs still reserve (inqueue), less what its jobs hold
+    above their minimum (elastic). Named without figures, and those two only where they are not
+    zero: what the queue holds, reserves and holds above the minimum moves with every job
+    admitted, placed or ended, and a reason that changes is written again for every job waiting
+    in the queue. ``job why`` adds what the queue holds when asked."""
     if attr is None:
-        return "-"
-    text = quantities_text(attr.allocated, dims)
-    if _any_on(attr.elastic, dims):
-        text += " (part of it above its jobs' minimum, which is not counted)"
+        return ""
+    parts = []
     if _any_on(attr.inqueue, dims):
-        text += " and jobs it admitted that wait for nodes reserve more,"
-    return text
+        parts.append("jobs it admitted that wait for nodes reserve part of it")
+    if _any_on(attr.elastic, dims):
+        parts.append("what its jobs hold above their minimum is not counted")
+    return f" ({'; '.join(parts)})" if parts else ""
 
 
 def _any_on(res: Resource, dims: list[str]) -> bool:
@@ -196,7 +197,7 @@ def _deserved_message(ssn: Session, queue: str, request: Resource) -> str:
     """Without the queue's figures: what it holds moves with every task it starts or ends, and
     what it deserves with every other queue's demand, and a reason that changes is written
     again for every job waiting in the queue. ``job why`` adds them when asked
-    (``server.app.deserved_figures``)."""
+    (``server.app.queue_figures``)."""
     attr = ssn.queue_attrs.get(queue)
     deserved = attr.deserved if attr is not None else Resource()
     allocated = attr.allocated if attr is not None else Resource()

@@ -297,7 +297,7 @@ def _why(service: ApiService, namespace: str, name: str, loop: Any = None) -> di
         "job": key,
         "queue": group.get("spec", {}).get("queue", "default"),
         "phase": group.get("status", {}).get("phase", "Pending"),
-        "reason": deserved_figures(_stored_reason(text), loop) if text else None,
+        "reason": queue_figures(_stored_reason(text), loop) if text else None,
         "conditions": group.get("status", {}).get("conditions", []),
     }
 
@@ -312,13 +312,13 @@ def _stored_reason(text: str) -> dict:
     return reason if isinstance(reason, dict) else {"kind": "unreadable", "message": text}
 
 
-def deserved_figures(reason: dict, loop: Any) -> dict:
-    """A ``deserved`` reason with its queue's figures as the last cycle this server ran found
+def queue_figures(reason: dict, loop: Any) -> dict:
+    """A ``deserved`` or ``capability`` reason with its queue's figures as the last cycle this server ran found
     them (what the queue holds, what it deserves, and that cycle's time: on a server that is not
     the leader, the last cycle it ran may be long ago): the stored reason leaves them out, as they
     move with every task the queue starts or ends and a changed reason is written again for
     every waiting job. Any other reason as it is."""
-    if reason.get("kind") != "deserved" or loop is None or loop.last is None:
+    if reason.get("kind") not in ("deserved", "capability") or loop is None or loop.last is None:
         return reason
     queue = reason.get("queue")
     attr = loop.last.session.queue_attrs.get(queue) if isinstance(queue, str) else None
