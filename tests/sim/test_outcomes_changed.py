@@ -19,14 +19,27 @@ from lahar.sim.traces import build_workload, parse_cluster
 HEAD = Path(__file__).resolve().parents[1] / "data" / "traces" / "philly-head.csv"
 
 
-def _replay(every_outcome: bool, monkeypatch: pytest.MonkeyPatch) -> tuple[list, int]:
-    """Philly's first 120 jobs on four nodes (jobs wait, start, end): after every cycle, the
-    status of every podgroup and vcjob; and how many jobs ``apply`` looked at in all."""
-    if every_outcome:  # the cycle is told nothing of what was applied: every job is checked
-        monkeypatch.setattr(engine, "run_cycle", lambda *args, previous=None, **kw: run_cycle(*args, **kw))
+def _replay_head(observers: list, cycles: int | None = None) -> Simulation:
+    """Philly's first 120 jobs on four nodes (jobs wait, start, end), replayed to the end (or
+    ``cycles`` cycles) with ``observers``."""
     workload = build_workload(f"philly:{HEAD}", limit=120)
     workload.nodes = parse_cluster(["4 x cpu=64,memory=512Gi,gpu=8"])
     objects, _ = workload.objects(None)
+    sim = Simulation(objects, load_config(default_config_text()), period=1.0, observers=observers)
+    sim.keep_cycles = False
+    position = replay_position(objects, Clock(1.0, None, None))
+    if cycles is None:
+        run_replay(sim, position)
+    else:
+        run_replay(sim, position, cycles=cycles)
+    return sim
+
+
+def _replay(every_outcome: bool, monkeypatch: pytest.MonkeyPatch) -> tuple[list, int]:
+    """``_replay_head``: after every cycle, the status of every podgroup and vcjob; and how many
+    jobs ``apply`` looked at in all."""
+    if every_outcome:  # the cycle is told nothing of what was applied: every job is checked
+        monkeypatch.setattr(engine, "run_cycle", lambda *args, previous=None, **kw: run_cycle(*args, **kw))
     states: list = []
     checked = [0]
 
@@ -37,9 +50,7 @@ def _replay(every_outcome: bool, monkeypatch: pytest.MonkeyPatch) -> tuple[list,
         jobs = {k: j.status.model_dump() for k, j in world.jobs.items()}
         states.append((record.time, groups, jobs))
 
-    sim = Simulation(objects, load_config(default_config_text()), period=1.0, observers=[observe])
-    sim.keep_cycles = False
-    run_replay(sim, replay_position(objects, Clock(1.0, None, None)))
+    _replay_head([observe])
     monkeypatch.undo()
     return states, checked[0]
 
@@ -92,13 +103,8 @@ def test_a_copy_of_a_result_without_some_decisions_is_checked_as_the_result_was(
     looked at, not at every job."""
     import dataclasses
 
-    workload = build_workload(f"philly:{HEAD}", limit=120)
-    workload.nodes = parse_cluster(["4 x cpu=64,memory=512Gi,gpu=8"])
-    objects, _ = workload.objects(None)
     records: list = []
-    sim = Simulation(objects, load_config(default_config_text()), period=1.0, observers=[lambda s, r: records.append(r)])
-    sim.keep_cycles = False
-    run_replay(sim, replay_position(objects, Clock(1.0, None, None)), cycles=300)
+    sim = _replay_head([lambda s, r: records.append(r)], cycles=300)
     record = records[-1]
     keys = sim.world.outcomes_to_check(record.result)
     assert len(list(keys)) < len(record.result.jobs)  # not every job
@@ -126,13 +132,8 @@ class _Counting(MetricsCollector):
 
 
 def test_the_metrics_from_changed_outcomes_are_those_from_every_outcome():
-    workload = build_workload(f"philly:{HEAD}", limit=120)
-    workload.nodes = parse_cluster(["4 x cpu=64,memory=512Gi,gpu=8"])
-    objects, _ = workload.objects(None)
     every, changed = _EveryJob(), _Counting()
-    sim = Simulation(objects, load_config(default_config_text()), period=1.0, observers=[every, changed])
-    sim.keep_cycles = False
-    run_replay(sim, replay_position(objects, Clock(1.0, None, None)))
+    sim = _replay_head([every, changed])
     assert changed.result(sim) == every.result(sim)
     assert changed.result(sim)["summary"]["jobs"] == 120 and every.looked > 10_000
     assert changed.looked < every.looked / 3

@@ -35,10 +35,11 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from lahar import __version__
 from lahar.errors import BadRequest, LaharError, NotFound
+from lahar.scheduler.cache import format_time
+from lahar.scheduler.reasons import quantities_text
 from lahar.server import events, forecast_routes, openapi, usage_routes
 from lahar.server.bodies import JSON_OBJECT_BODY, json_object
 from lahar.server.limits import LimitsMiddleware
-from lahar.scheduler.reasons import quantities_text
 from lahar.server.service import EVENT_KIND, ApiService
 from lahar.store.base import watch_through
 
@@ -313,19 +314,17 @@ def _stored_reason(text: str) -> dict:
 
 
 def queue_figures(reason: dict, loop: Any) -> dict:
-    """A ``deserved`` or ``capability`` reason with its queue's figures as the last cycle this server ran found
-    them (what the queue holds, what it deserves, and that cycle's time: on a server that is not
-    the leader, the last cycle it ran may be long ago): the stored reason leaves them out, as they
-    move with every task the queue starts or ends and a changed reason is written again for
-    every waiting job. Any other reason as it is."""
+    """A ``deserved`` or ``capability`` reason with its queue's figures as the last cycle this
+    server ran found them (what the queue holds, what it deserves, and that cycle's time: on a
+    server that is not the leader, the last cycle it ran may be long ago): the stored reason
+    leaves them out, as they move with every task the queue starts or ends and a changed reason
+    is written again for every waiting job. Any other reason as it is."""
     if reason.get("kind") not in ("deserved", "capability") or loop is None or loop.last is None:
         return reason
     queue = reason.get("queue")
     attr = loop.last.session.queue_attrs.get(queue) if isinstance(queue, str) else None
     if attr is None:
         return reason
-    from lahar.scheduler.cache import format_time
-
     figures = {"allocated": quantities_text(attr.allocated), "deserved": quantities_text(attr.deserved)}
     return {**reason, **figures, "as_of": format_time(loop.last.session.now)}  # a follower's may be old
 

@@ -228,12 +228,7 @@ class StoreWorld(World):
     def write_reasons(self, result: CycleResult, now: float | None = None) -> None:
         """Each waiting job's reason, as an annotation on its podgroup (cleared once it runs);
         an event when the kind of reason changes."""
-        outcomes = result.jobs
-        for uid in self.outcomes_to_check(result):
-            group = self.podgroups.get(uid)
-            outcome = outcomes.get(uid)
-            if group is None or outcome is None:
-                continue
+        for uid, group, outcome in self.podgroup_outcomes(result):
             seen = self._reasons_seen.get(uid)
             if seen is not None and seen[0] is group and seen[1] == outcome.reason:
                 continue  # found written before, and neither the podgroup nor the reason changed

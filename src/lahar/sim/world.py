@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import heapq
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import Any, Iterable, Iterator
 
 from lahar.admission import admit_create, builtin_queue
 from lahar.admission.view import LiveView
@@ -67,7 +67,7 @@ class World:
     # podgroup and vcjob keys taken in or let go since the last apply began, and the outcomes it applied
     _touched: set = field(default_factory=set)
     applied_outcomes: dict | None = None
-    _checking: tuple | None = None  # (a result's outcomes, the keys apply looked at)
+    _checked: Iterable[str] = ()  # the keys apply looked at for ``applied_outcomes``
 
     def __post_init__(self) -> None:
         if not self.raw:
@@ -82,7 +82,7 @@ class World:
             self.__dict__.setdefault(memo, {})
         self.__dict__.setdefault("_touched", set())
         self.__dict__.setdefault("applied_outcomes", None)
-        self.__dict__.setdefault("_checking", None)
+        self.__dict__.setdefault("_checked", ())
 
     # ----------------------------------------------------------------- views
 
@@ -255,17 +255,21 @@ class World:
             elif decision.type == "evict":
                 self._store(restart_pod(pod))
             applied.append(decision)
-        outcomes = result.jobs
-        for uid in self.outcomes_to_check(result):
-            group = self.podgroups.get(uid)
-            outcome = outcomes.get(uid)
-            if group is None or outcome is None:
-                continue
+        for uid, group, outcome in self.podgroup_outcomes(result):
             self._podgroup_status(uid, group, outcome)
             job = self.jobs.get(uid)
             if job is not None:
                 self._job_status(uid, job, outcome)
         return applied
+
+    def podgroup_outcomes(self, result: CycleResult) -> Iterator[tuple[str, PodGroup, Any]]:
+        """(key, podgroup, outcome) of the jobs ``outcomes_to_check`` names that have a podgroup."""
+        outcomes = result.jobs
+        for uid in self.outcomes_to_check(result):
+            group = self.podgroups.get(uid)
+            outcome = outcomes.get(uid)
+            if group is not None and outcome is not None:
+                yield uid, group, outcome
 
     def outcomes_to_check(self, result: CycleResult) -> Iterable[str]:
         """The jobs whose statuses ``result`` may change, in job order: every job, unless the cycle
@@ -277,15 +281,14 @@ class World:
         Worked out once per result's outcomes, when ``apply`` begins (what it writes then counts
         for the next one); later writers of the same outcomes (pending reasons, also of a copy of
         the result without the decisions a request made void) get the same keys."""
-        if self._checking is not None and self._checking[0] is result.jobs:
-            return self._checking[1]
+        if result.jobs is self.applied_outcomes:
+            return self._checked
         touched, self._touched = self._touched, set()
         if result.changed is None or result.compared_to is None or result.compared_to is not self.applied_outcomes:
             keys: Iterable[str] = result.jobs
         else:
             keys = sorted(touched.union(result.changed)) if touched else result.changed
-        self.applied_outcomes = result.jobs
-        self._checking = (result.jobs, keys)
+        self.applied_outcomes, self._checked = result.jobs, keys
         return keys
 
     def _podgroup_status(self, key: str, group: PodGroup, outcome: Any) -> None:
