@@ -3,6 +3,14 @@
     python bench/checkpoint.py save 21700 backlog.pkl           # replay to cycle 21,700 (minutes)
     python bench/checkpoint.py run backlog.pkl --cycles 200      # the next 200 cycles (seconds)
     python bench/checkpoint.py repeat backlog.pkl --times 30     # the next cycle 30 times: median CPU ms
+    python bench/checkpoint.py finish backlog.pkl --save-every 20000 --out later.pkl   # to the end
+
+``finish`` resumes the file and replays to the end of the trace (hours for the whole Philly
+trace: it can be stopped and resumed again from ``--out``, which is saved every
+``--save-every`` cycles). A line on stderr every ``--progress`` cycles; at the end one JSON line
+as ``bench/trace.py`` prints it: cycles, simulated seconds, the CPU seconds of this part (plus
+``--cpu-before``, the CPU the replay took to reach the file, when given) and the metrics'
+headline figures.
 
 ``save`` replays the whole trace as ``bench/trace.py philly`` does (same cluster, configuration
 and metrics) up to the given cycle and pickles the simulation with its replay position. ``run``
@@ -23,13 +31,16 @@ digests say whether they decided the same), or compare the plain-Python forms on
 from __future__ import annotations
 
 import argparse
+import bisect
 import hashlib
 import json
+import os
 import pickle
 import statistics
 import sys
 import time
 
+from lahar.scheduler.api import TaskStatus
 from lahar.scheduler.cycle import paused_gc, run_cycle
 from lahar.scheduler.framework.config import default_config_text, load_config
 from lahar.sim.compare import Clock, replay_position, run_replay
@@ -83,6 +94,37 @@ def run(path: str, cycles: int, count_reasons: bool = False) -> None:
     print(json.dumps({"bench": "checkpoint", "from_cycle": first, "cycles": done, "cpu_seconds": round(cpu, 2), "ms_per_cycle": round(1000 * cpu / max(done, 1), 2), "digest": digest.hexdigest()[:16], **({"reason_changes": moved[0]} if count_reasons else {})}))
 
 
+def finish(path: str, out: str | None, save_every: int, progress: int, cpu_before: float) -> None:
+    """Resume ``path`` and replay to the end of the trace, saving to ``out`` every ``save_every`` cycles."""
+    with open(path, "rb") as source:
+        sim, position = pickle.load(source)
+    first, started = sim.cycle_count, time.process_time()
+
+    def report(s: Simulation, _record) -> None:
+        if progress and s.cycle_count % progress == 0:
+            waiting = sum(1 for job in s.world.cache.jobs.values() if TaskStatus.PENDING in job.status_index)
+            line = {"cycles": s.cycle_count, "sim_seconds": round(s.now), "objects_arrived": bisect.bisect_right(position.arrivals, s.now), "jobs_waiting": waiting, "cpu_seconds": round(cpu_before + time.process_time() - started, 1)}
+            print(json.dumps(line), file=sys.stderr, flush=True)
+
+    with paused_gc():
+        while True:
+            sim.observers.append(report)
+            going = run_replay(sim, position, cycles=save_every)
+            sim.observers.remove(report)  # a closure does not pickle
+            if not going:
+                break
+            if out:
+                with open(out + ".part", "wb") as target:
+                    pickle.dump((sim, position), target, protocol=pickle.HIGHEST_PROTOCOL)
+                os.replace(out + ".part", out)  # a stop while saving leaves the last whole file
+    cpu = time.process_time() - started
+    collector = next((o for o in sim.observers if isinstance(o, MetricsCollector)), None)
+    summary = collector.result(sim)["summary"] if collector is not None else {}
+    line = {"bench": "checkpoint-finish", "from_cycle": first, "cycles": sim.cycle_count, "sim_seconds": round(sim.now, 1), "cpu_seconds": round(cpu, 1), "cpu_seconds_in_all": round(cpu_before + cpu, 1)}
+    line.update({key: summary.get(key) for key in ("wait_p50", "wait_mean", "never_started")})
+    print(json.dumps(line))
+
+
 def repeat(path: str, times: int) -> None:
     """The cycle at the saved position, ``times`` times on the same cluster (nothing applied: a
     cycle changes only its own session): the median CPU of one cycle of the deep backlog. Run it
@@ -113,8 +155,16 @@ def main() -> None:
     repeating = commands.add_parser("repeat", help="run the cycle at FILE's position --times times on the same cluster; print the median CPU ms")
     repeating.add_argument("file")
     repeating.add_argument("--times", type=int, default=30)
+    finishing = commands.add_parser("finish", help="resume FILE and replay to the end of the trace; print the cycles, CPU and metrics")
+    finishing.add_argument("file")
+    finishing.add_argument("--out", default=None, help="save the replay here every --save-every cycles (to resume a stopped run)")
+    finishing.add_argument("--save-every", type=int, default=20_000, metavar="N")
+    finishing.add_argument("--progress", type=int, default=1000, metavar="N", help="a line on stderr every N cycles (0: none)")
+    finishing.add_argument("--cpu-before", type=float, default=0.0, metavar="S", help="CPU seconds the replay took to reach FILE, added to the total")
     args = parser.parse_args()
-    if args.command == "repeat":
+    if args.command == "finish":
+        finish(args.file, args.out, max(args.save_every, 1), max(args.progress, 0), args.cpu_before)
+    elif args.command == "repeat":
         repeat(args.file, max(args.times, 1))
     elif args.command == "save":
         if args.cycle < 1:
