@@ -4,6 +4,7 @@
     python bench/checkpoint.py run backlog.pkl --cycles 200      # the next 200 cycles (seconds)
     python bench/checkpoint.py repeat backlog.pkl --times 30     # the next cycle 30 times: median CPU ms
     python bench/checkpoint.py finish backlog.pkl --save-every 20000 --out later.pkl   # to the end
+    python bench/checkpoint.py shapes backlog.pkl --times 15      # what a cycle costs per waiting job
 
 ``finish`` resumes the file and replays to the end of the trace (hours for the whole Philly
 trace: it can be stopped and resumed again from ``--out``, which is saved every
@@ -11,6 +12,14 @@ trace: it can be stopped and resumed again from ``--out``, which is saved every
 as ``bench/trace.py`` prints it: cycles, simulated seconds, the CPU seconds of this part (plus
 ``--cpu-before``, the CPU the replay took to reach the file, when given) and the metrics'
 headline figures.
+
+``shapes`` measures how much of a backlog's cycle its look-alike waiting jobs cost: it counts the
+waiting jobs and their shapes (queue, priority, minAvailable and the pending tasks' requests),
+times the cycle at the saved position (median of ``--times``), then drops every waiting job but
+the first of each shape from the cluster and times the cycle again. The second cluster is not
+the same problem (its queues ask for less), so its cycle decides differently: the figure is
+what a cycle costs without the look-alikes, the most that handling each shape once could save,
+not a result of the replay.
 
 ``save`` replays the whole trace as ``bench/trace.py philly`` does (same cluster, configuration
 and metrics) up to the given cycle and pickles the simulation with its replay position. ``run``
@@ -125,6 +134,51 @@ def finish(path: str, out: str | None, save_every: int, progress: int, cpu_befor
     print(json.dumps(line))
 
 
+def _shape(job) -> tuple | None:
+    """What tells a waiting job apart for this estimate (None: not waiting, or holding tasks)."""
+    pending = job.status_index.get(TaskStatus.PENDING)
+    if not pending or len(pending) != len(job.tasks):
+        return None
+    requests = tuple(sorted((t.resreq.milli_cpu, t.resreq.memory, tuple(sorted((t.resreq.scalars or {}).items()))) for t in pending.values()))
+    return job.queue, job.priority, job.min_available, requests
+
+
+def _median_cycle_ms(sim: Simulation, now: float, times: int) -> tuple[float, int]:
+    spent = []
+    with paused_gc():
+        for n in range(times):
+            started = time.process_time()
+            result = run_cycle(sim.world.cache, sim.conf, now, uid=f"shapes-{n}")
+            spent.append(1000 * (time.process_time() - started))
+    return statistics.median(spent), len(result.decisions)
+
+
+def shapes(path: str, times: int) -> None:
+    """The cycle at the saved position with every waiting job, then with one waiting job per shape."""
+    with open(path, "rb") as source:
+        sim, position = pickle.load(source)
+    cache = sim.world.cache
+    cohorts: dict[tuple, list[str]] = {}
+    for uid, job in cache.jobs.items():
+        shape = _shape(job)
+        if shape is not None:
+            cohorts.setdefault(shape, []).append(uid)
+    waiting = sum(len(uids) for uids in cohorts.values())
+    full_ms, full_decisions = _median_cycle_ms(sim, position.now, times)
+    for uids in cohorts.values():
+        for uid in uids[1:]:
+            cache.forget_job(uid)
+    fewer_ms, fewer_decisions = _median_cycle_ms(sim, position.now, times)
+    line = {
+        "bench": "checkpoint-shapes", "cycle": sim.cycle_count, "jobs": len(cache.jobs) + waiting - len(cohorts), "waiting": waiting,
+        "shapes": len(cohorts), "largest_shape": max((len(u) for u in cohorts.values()), default=0),
+        "cycle_ms": round(full_ms, 2), "decisions": full_decisions,
+        "one_per_shape_cycle_ms": round(fewer_ms, 2), "one_per_shape_decisions": fewer_decisions,
+        "ratio": round(full_ms / fewer_ms, 1) if fewer_ms else None,
+    }
+    print(json.dumps(line))
+
+
 def repeat(path: str, times: int) -> None:
     """The cycle at the saved position, ``times`` times on the same cluster (nothing applied: a
     cycle changes only its own session): the median CPU of one cycle of the deep backlog. Run it
@@ -161,8 +215,13 @@ def main() -> None:
     finishing.add_argument("--save-every", type=int, default=20_000, metavar="N")
     finishing.add_argument("--progress", type=int, default=1000, metavar="N", help="a line on stderr every N cycles (0: none)")
     finishing.add_argument("--cpu-before", type=float, default=0.0, metavar="S", help="CPU seconds the replay took to reach FILE, added to the total")
+    shaping = commands.add_parser("shapes", help="time the cycle at FILE's position with every waiting job, then with one per shape")
+    shaping.add_argument("file")
+    shaping.add_argument("--times", type=int, default=15)
     args = parser.parse_args()
-    if args.command == "finish":
+    if args.command == "shapes":
+        shapes(args.file, max(args.times, 1))
+    elif args.command == "finish":
         finish(args.file, args.out, max(args.save_every, 1), max(args.progress, 0), args.cpu_before)
     elif args.command == "repeat":
         repeat(args.file, max(args.times, 1))
