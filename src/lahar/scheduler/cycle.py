@@ -21,6 +21,7 @@ from lahar.scheduler.cache import ClusterState
 from lahar.scheduler.columnar import NodeIndex
 from lahar.scheduler.framework.config import SchedulerConf
 from lahar.scheduler.framework.session import Decision, Session
+from lahar.scheduler.lookalikes import Hidden, hide, reason_for, settled
 from lahar.scheduler.plugins import PLUGINS
 from lahar.scheduler.reasons import explain
 
@@ -86,6 +87,8 @@ class CycleResult:
     # outcomes the caller passed as ``previous`` (those it applied last); every job when none
     changed: list[str] | None = None
     compared_to: dict[str, JobOutcome] | None = None
+    # How many look-alike waiting jobs the actions did not look at (``run_cycle(lookalikes=True)``)
+    lookalikes_hidden: int = 0
 
     def of_type(self, kind: str) -> list[Decision]:
         return [d for d in self.decisions if d.type == kind]
@@ -108,9 +111,14 @@ def open_session(state: ClusterState, conf: SchedulerConf, now: float = 0.0, uid
     return ssn
 
 
-def close_session(ssn: Session, previous: dict[str, JobOutcome] | None = None) -> CycleResult:
+def close_session(ssn: Session, previous: dict[str, JobOutcome] | None = None, hidden: Hidden | None = None) -> CycleResult | None:
     """The session's result; ``previous``: the outcomes the caller last applied, for the
-    result's ``changed`` (a caller that applies only what changed skips the other jobs)."""
+    result's ``changed`` (a caller that applies only what changed skips the other jobs).
+    ``hidden``: the look-alike jobs ``lookalikes.hide`` set aside, given their first job's
+    reason; None (nothing returned) when that reason may name the job: run the cycle again
+    without hiding."""
+    if hidden is not None:
+        ssn.jobs = hidden.every
     for plugin in ssn.plugins.values():
         plugin.on_session_close(ssn)
     _record_uncommitted_pipelines(ssn)
@@ -123,11 +131,19 @@ def close_session(ssn: Session, previous: dict[str, JobOutcome] | None = None) -
             counts = kept["scheduled"] = scheduled_counts(job)
         job.phase = podgroup_phase(job, _unschedulable_now(ssn, job), counts)
         index = job.status_index
+        first = hidden.first_of.get(job.uid) if hidden is not None else None
+        if first is None:
+            reason = explain(ssn, job)
+        else:
+            reason = reason_for(job.uid, outcomes[first].reason)
+            if reason is None:
+                ssn.release()
+                return None
         outcome = outcomes[job.uid] = JobOutcome(
             phase=job.phase,
             queue=job.queue,
             conditions=job.conditions,
-            reason=explain(ssn, job),
+            reason=reason,
             running=len(index.get(TaskStatus.RUNNING, ())),
             succeeded=len(index.get(TaskStatus.SUCCEEDED, ())),
             failed=len(index.get(TaskStatus.FAILED, ())),
@@ -147,14 +163,42 @@ def run_cycle(
     uid: str = "cycle-0",
     columnar: bool = True,
     previous: dict[str, JobOutcome] | None = None,
+    lookalikes: bool = False,
 ) -> CycleResult:
     """One cycle over ``state``. ``previous`` (the outcomes the caller last applied) changes no
-    decision: it only fills in the result's ``changed``."""
+    decision: it only fills in the result's ``changed``. ``lookalikes``: the actions look at
+    one waiting job of each kind (``lahar.scheduler.lookalikes``); when that does not hold, the
+    cycle runs again without it. Either way the result is the same."""
     with paused_gc():
+        if lookalikes:
+            result = _cycle_with_lookalikes_hidden(state, conf, now, uid, columnar, previous)
+            if result is not None:
+                return result
         ssn = open_session(state, conf, now, uid, columnar)
         for action in conf.actions:
             ACTIONS[action](ssn)
+        found = close_session(ssn, previous)
+        assert found is not None
+        return found
+
+
+def _cycle_with_lookalikes_hidden(
+    state: ClusterState, conf: SchedulerConf, now: float, uid: str, columnar: bool, previous: dict[str, JobOutcome] | None
+) -> CycleResult | None:
+    """The cycle with look-alike waiting jobs hidden from the actions; None when it must run again without."""
+    ssn = open_session(state, conf, now, uid, columnar)
+    hidden = hide(ssn)
+    for action in conf.actions:
+        ACTIONS[action](ssn)
+    if hidden is None:
         return close_session(ssn, previous)
+    if not settled(ssn, hidden):
+        ssn.release()
+        return None
+    result = close_session(ssn, previous, hidden)
+    if result is not None:
+        result.lookalikes_hidden = len(hidden.first_of)
+    return result
 
 
 def valid_until(ssn: Session) -> float:

@@ -80,7 +80,9 @@ class Simulation:
         completed = self.world.complete_due(now)
         self.world.refresh_queues(now)
         self.cycle_count += 1
-        result = run_cycle(self.world.cache, self.conf, now, uid=f"cycle-{self.cycle_count}", previous=self.world.applied_outcomes)
+        hiding = self._hide_lookalikes(completed)
+        result = run_cycle(self.world.cache, self.conf, now, uid=f"cycle-{self.cycle_count}", previous=self.world.applied_outcomes, lookalikes=hiding)
+        self._after_lookalikes(hiding, result)
         self.world.apply(result, now)
         self.world.refresh_queues(now)
         record = CycleRecord(now, result, completed)
@@ -90,6 +92,29 @@ class Simulation:
         for observer in self.observers:
             observer(self, record)
         return record
+
+    def _hide_lookalikes(self, completed: list[str]) -> bool:
+        """Whether this cycle hides look-alike waiting jobs from the actions (the result is the
+        same either way; see ``lahar.scheduler.lookalikes``): worth it only in a cycle that
+        decides nothing, else the cycle runs twice. So only when no task ended since the last
+        cycle and that one decided nothing; and after a try that had to run again, the next
+        tries are skipped, twice as many after each such try in a row (at most 64)."""
+        if completed or self.last is None or self.last.decisions:
+            return False
+        skip = getattr(self, "_lookalike_skip", 0)
+        if skip > 0:
+            self._lookalike_skip = skip - 1
+            return False
+        return True
+
+    def _after_lookalikes(self, tried: bool, result: CycleResult) -> None:
+        if not tried:
+            return
+        if result.lookalikes_hidden:
+            self._lookalike_backoff = 0
+        else:
+            self._lookalike_backoff = min(max(2 * getattr(self, "_lookalike_backoff", 0), 1), 64)
+            self._lookalike_skip = self._lookalike_backoff
 
     def run_cycles(self, count: int) -> None:
         for index in range(count):

@@ -1,0 +1,137 @@
+"""Look-alike waiting jobs: a deep backlog's cycle with each kind of waiting job looked at once.
+
+A deep backlog is mostly jobs that look alike: admitted (Inqueue), every task waiting, the same
+queue, priority, podgroup and pod specs, only their names differ. In a cycle that decides
+nothing, the session never changes, so what the actions find for one such job they find for
+each: a queue at its deserved share refuses them all alike. ``hide`` keeps the first job of each
+kind in the session's jobs and sets the others aside after the plugins opened (their requests
+and reservations are counted in every queue's accounting as before); the actions then look at
+the first one only. ``settled`` tells, once the actions are done, whether the shortcut held:
+nothing was decided, and each first job still waits with every task pending, without fit errors.
+The close then gives each hidden job its first job's reason (the ``deserved`` reason names the
+queue and the request, never the job), and runs everything else for it as for any job. When the
+shortcut did not hold the caller runs the cycle again the long way.
+
+Only the default plugins are known to read nothing of a job but its specs and tasks (``PLUGINS``):
+with any other plugin enabled nothing is hidden.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from lahar.scheduler.api import JobInfo, TaskStatus
+from lahar.scheduler.framework.session import Session
+
+__all__ = ["Hidden", "hide", "settled", "reason_for", "PLUGINS", "REASONS"]
+
+# Plugins whose answers about a waiting job read only its queue, priority, specs and tasks (and
+# its name and creation time for order alone)
+PLUGINS = frozenset({"priority", "gang", "conformance", "proportion", "drf", "predicates", "nodeorder", "binpack"})
+# Reasons whose text names no job or task: a hidden job's reason is its first job's with its own uid
+REASONS = frozenset({"deserved"})
+# What names a pod or podgroup rather than describing it: its arrival and run time in a replay, its group's name
+_NAMING = frozenset({"lahar.dev/at", "lahar.dev/duration", "scheduling.k8s.io/group-name"})
+
+
+class Hidden:
+    """The jobs set aside for one cycle: every job in session order, and each hidden job's first job."""
+
+    def __init__(self, every: dict[str, JobInfo], first_of: dict[str, str], changes: dict[str, int]) -> None:
+        self.every = every
+        self.first_of = first_of
+        self.changes = changes  # each job left in the session: its tasks' change count when the actions began
+
+
+def hide(ssn: Session) -> Hidden | None:
+    """Keep one waiting job of each kind in ``ssn.jobs``; None when nothing was set aside."""
+    if any(name not in PLUGINS for name in ssn.plugins):
+        return None
+    first: dict[tuple, str] = {}
+    first_of: dict[str, str] = {}
+    for uid, job in ssn.jobs.items():
+        kind = _kind(ssn, job)
+        if kind is None:
+            continue
+        found = first.get(kind)
+        if found is None:
+            first[kind] = uid
+        else:
+            first_of[uid] = found
+    if not first_of:
+        return None
+    every = ssn.jobs
+    ssn.jobs = {uid: job for uid, job in every.items() if uid not in first_of}
+    return Hidden(every, first_of, {uid: job.changes for uid, job in ssn.jobs.items()})
+
+
+def _kind(ssn: Session, job: JobInfo) -> tuple | None:
+    """What the actions read of a waiting job, or None when it is not one that may be hidden:
+    admitted, with every task pending and none nominated to a node, its answers kept."""
+    if job.phase != "Inqueue" or not job.tasks or job.podgroup is None:
+        return None
+    pending = job.status_index.get(TaskStatus.PENDING)
+    if pending is None or len(pending) != len(job.tasks):
+        return None
+    facts = ssn.job_facts(job)
+    if job.facts is not facts or not facts.valid:
+        return None  # answers not kept: the plugins may read more than the job's tasks
+    kind = facts.kept.get("lookalike")
+    if kind is None:
+        kind = facts.kept["lookalike"] = _described(job)
+    if not kind or any(task.nominated_node for task in pending.values()):
+        return None
+    return (job.queue, job.priority, kind)
+
+
+def _described(job: JobInfo) -> tuple:
+    """The job's podgroup and pods as the scheduler reads them, less what names them; () when a
+    task has no pod to describe."""
+    group = job.podgroup
+    assert group is not None
+    parts: list[Any] = [_without_names(group.model_dump(mode="json", exclude_none=True), group=True)]
+    for task in job.tasks.values():
+        if task.pod is None:
+            return ()
+        parts.append((task.priority, task.preemptable, task.role, task.preemption_policy, task.critical, task.request_id()))
+        parts.append(_without_names(task.pod.model_dump(mode="json", exclude_none=True), group=False))
+    return tuple(parts)
+
+
+def _without_names(document: dict, group: bool) -> str:
+    meta = dict(document.get("metadata") or {})
+    for field in ("name", "uid", "resource_version", "creation_timestamp", "generate_name"):
+        meta.pop(field, None)
+    meta["annotations"] = {k: v for k, v in (meta.get("annotations") or {}).items() if k not in _NAMING}
+    kept = {"metadata": meta, "spec": document.get("spec")}
+    if group:
+        status = document.get("status") or {}
+        kept["phase"] = status.get("phase")
+    return json.dumps(kept, sort_keys=True)
+
+
+def settled(ssn: Session, hidden: Hidden) -> bool:
+    """Whether the actions ran as they would have with the hidden jobs in: nothing decided, no
+    task of any job moved (not even to be put back), and each first job of a kind still waits
+    as it did, without fit errors. The session was then the same from the first action to the
+    last, so each hidden job would have met what its first job met."""
+    if ssn.decisions:
+        return False
+    for uid, job in ssn.jobs.items():
+        if job.changes != hidden.changes.get(uid):
+            return False
+    for uid in set(hidden.first_of.values()):
+        job = ssn.jobs[uid]
+        if job.fit_errors or job.job_fit_errors or job.phase != "Inqueue":
+            return False
+    return True
+
+
+def reason_for(uid: str, first: dict[str, Any] | None) -> dict[str, Any] | None:
+    """A hidden job's reason: its first job's, when that names no job; None when it may."""
+    if first is None or first.get("kind") not in REASONS:
+        return None
+    reason = dict(first)
+    reason["job"] = uid
+    return reason

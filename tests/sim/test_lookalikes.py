@@ -1,0 +1,142 @@
+"""Look-alike waiting jobs hidden from the actions (``lahar.scheduler.lookalikes``) change no
+result: a replay whose backlog is made of them decides, phases, explains and conditions every
+job exactly as one that looks at every job, cycle by cycle."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+import lahar.sim.engine as engine
+from lahar.scheduler import cycle, lookalikes
+from lahar.model.workload import Pod
+from lahar.scheduler.cache import ClusterState
+from lahar.scheduler.cycle import open_session, run_cycle
+from lahar.scheduler.framework.config import default_config_text, load_config
+from lahar.sim.compare import Clock, replay_position, run_replay
+from lahar.sim.engine import Simulation
+from lahar.sim.metrics import MetricsCollector
+from lahar.sim.traces import build_workload, parse_cluster
+from tests.builders import node, pod, podgroup, queue
+
+HEAD = Path(__file__).resolve().parents[1] / "data" / "traces" / "philly-head.csv"
+
+
+def _fingerprint(record) -> tuple:
+    result = record.result
+    jobs = [
+        (uid, o.phase, o.queue, repr(o.reason), repr(o.conditions), o.running, o.succeeded, o.failed)
+        for uid, o in result.jobs.items()
+    ]
+    decisions = [(d.type, d.task, d.node, d.reason) for d in result.decisions]
+    return record.time, decisions, jobs, result.changed
+
+
+def _replay(nodes: str, hiding: bool, monkeypatch: pytest.MonkeyPatch) -> tuple[list, dict]:
+    """Philly's first 150 jobs on a small cluster (a backlog builds up, then drains), every
+    cycle's fingerprint and the metrics; ``hiding`` False: every cycle looks at every job."""
+    with monkeypatch.context() as patch:
+        if not hiding:
+            patch.setattr(engine, "run_cycle", lambda *args, **kwargs: run_cycle(*args, **{**kwargs, "lookalikes": False}))
+        workload = build_workload(f"philly:{HEAD}", limit=150)
+        workload.nodes = parse_cluster([nodes])
+        objects, _ = workload.objects(None)
+        seen: list = []
+        collector = MetricsCollector()
+        sim = Simulation(objects, load_config(default_config_text()), period=1.0, observers=[collector, lambda s, r: seen.append(_fingerprint(r))])
+        sim.keep_cycles = False
+        run_replay(sim, replay_position(objects, Clock(1.0, None, None)))
+        return seen, collector.result(sim)
+
+
+@pytest.mark.parametrize("nodes", ["3 x cpu=64,memory=512Gi,gpu=8", "5 x cpu=64,memory=512Gi,gpu=8"])
+def test_a_backlog_replayed_with_lookalikes_hidden_is_the_same_cycle_by_cycle(monkeypatch, nodes):
+    hidden, hidden_metrics = _replay(nodes, True, monkeypatch)
+    every, every_metrics = _replay(nodes, False, monkeypatch)
+    assert len(hidden) == len(every)
+    for mine, theirs in zip(hidden, every):
+        assert mine == theirs
+    assert hidden_metrics == every_metrics
+    assert any("deserved" in reason for _, _, jobs, _ in every for _, _, _, reason, *_ in jobs)  # jobs waited at their share
+
+
+@pytest.mark.python_source
+def test_the_replay_takes_both_ways_hidden_and_again_in_full(monkeypatch):
+    """The shortcut is taken (jobs hidden, the cycle settled) and refused (the actions moved a
+    task: the cycle runs again in full); each way is exercised by the replay above."""
+    taken = {"hidden": 0, "settled": 0, "again": 0}
+    hide, settled = cycle.hide, cycle.settled
+
+    def counted_hide(ssn):
+        found = hide(ssn)
+        taken["hidden"] += len(found.first_of) if found is not None else 0
+        return found
+
+    def counted_settled(ssn, found):
+        answer = settled(ssn, found)
+        taken["settled" if answer else "again"] += 1
+        return answer
+
+    monkeypatch.setattr(cycle, "hide", counted_hide)
+    monkeypatch.setattr(cycle, "settled", counted_settled)
+    _replay("3 x cpu=64,memory=512Gi,gpu=8", True, monkeypatch)
+    assert taken["hidden"] > 1000 and taken["settled"] > 50 and taken["again"] > 0, taken
+
+
+def _backlog(extra: list | None = None, held: int = 8) -> ClusterState:
+    """One 8-GPU node where queue a's running job holds ``held`` GPUs; queue a waits with three
+    1-GPU jobs alike."""
+    objects = [
+        queue("a").weight(1).build(),
+        queue("b").weight(1).build(),
+        node("n1", cpu="64", memory="512Gi", gpu=8, pods=110),
+        podgroup("run").queue("a").min_member(1).phase("Running").build(),
+        pod("run-0").requests(gpu=held).group("run").on("n1").build(),
+    ]
+    for name in ("w1", "w2", "w3"):
+        objects += [podgroup(name).queue("a").min_member(1).phase("Inqueue").build(), pod(f"{name}-0").requests(gpu=1).group(name).build()]
+    return ClusterState.from_objects(objects + (extra or []))
+
+
+def test_jobs_alike_but_their_names_are_hidden_behind_the_first():
+    ssn = open_session(_backlog(), load_config(default_config_text()))
+    found = lookalikes.hide(ssn)
+    assert found is not None
+    assert found.first_of == {"default/w2": "default/w1", "default/w3": "default/w1"}
+    assert "default/w1" in ssn.jobs and "default/w2" not in ssn.jobs and "default/run" in ssn.jobs
+    assert list(found.every) == ["default/run", "default/w1", "default/w2", "default/w3"]
+
+
+@pytest.mark.parametrize("held", [8, 6, 4])
+def test_a_cycle_with_lookalikes_hidden_decides_as_one_looking_at_every_job(held):
+    """Room for none, two or all three of the waiting jobs: where the first one is placed the
+    cycle runs again in full, and every job alike is placed as the long way places it."""
+    conf = load_config(default_config_text())
+    short = run_cycle(_backlog(held=held), conf, lookalikes=True)
+    long = run_cycle(_backlog(held=held), conf, lookalikes=False)
+    assert [(d.type, d.task, d.node) for d in short.decisions] == [(d.type, d.task, d.node) for d in long.decisions]
+    assert len(long.of_type("bind")) == min(8 - held, 3)
+    assert {uid: (o.phase, o.reason, repr(o.conditions)) for uid, o in short.jobs.items()} == {uid: (o.phase, o.reason, repr(o.conditions)) for uid, o in long.jobs.items()}
+
+
+def test_a_job_that_differs_in_its_pod_spec_is_not_hidden():
+    odd = pod("w4-0").requests(gpu=1).group("w4").manifest()
+    odd["spec"]["nodeSelector"] = {"zone": "x"}
+    extra = [podgroup("w4").queue("a").min_member(1).phase("Inqueue").build(), Pod.model_validate(odd)]
+    ssn = open_session(_backlog(extra), load_config(default_config_text()))
+    found = lookalikes.hide(ssn)
+    assert found is not None and "default/w4" not in found.first_of and "default/w4" in ssn.jobs
+
+
+def test_nothing_is_hidden_under_a_plugin_that_may_read_more_than_the_specs():
+    conf = load_config(default_config_text().replace("  - name: nodeorder", "  - name: nodeorder\n  - name: sla"))
+    ssn = open_session(_backlog(), conf)
+    assert lookalikes.hide(ssn) is None
+
+
+def test_a_hidden_job_gets_its_first_jobs_reason_only_when_it_names_no_job():
+    deserved = {"queue": "a", "job": "default/w1", "kind": "deserved", "message": "queue a has used its deserved share"}
+    assert lookalikes.reason_for("default/w2", deserved) == {**deserved, "job": "default/w2"}
+    assert lookalikes.reason_for("default/w2", {"queue": "a", "job": "default/w1", "kind": "no-node-fits", "message": "w1-0: ..."}) is None
+    assert lookalikes.reason_for("default/w2", None) is None
