@@ -140,3 +140,15 @@ def test_a_hidden_job_gets_its_first_jobs_reason_only_when_it_names_no_job():
     assert lookalikes.reason_for("default/w2", deserved) == {**deserved, "job": "default/w2"}
     assert lookalikes.reason_for("default/w2", {"queue": "a", "job": "default/w1", "kind": "no-node-fits", "message": "w1-0: ..."}) is None
     assert lookalikes.reason_for("default/w2", None) is None
+
+
+def test_a_kind_kept_by_another_process_is_looked_up_again():
+    """A resumed pickle carries kinds that are not this process's objects: they are worked out
+    again, so its look-alikes are still found (grouping goes by the kind object's identity)."""
+    ssn = open_session(_backlog(), load_config(default_config_text()))
+    for uid in ("default/w1", "default/w2", "default/w3"):
+        job = ssn.jobs[uid]
+        kept = ssn.job_facts(job).kept
+        kept["lookalike"] = (lookalikes._TOKEN + 1, ("default-queue", 0, (uid,)))  # another process's, unlike each other
+    found = lookalikes.hide(ssn)
+    assert found is not None and found.first_of == {"default/w2": "default/w1", "default/w3": "default/w1"}

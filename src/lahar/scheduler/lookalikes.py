@@ -19,6 +19,7 @@ with any other plugin enabled nothing is hidden.
 from __future__ import annotations
 
 import json
+import os
 from typing import Any
 
 from lahar.scheduler.api import JobInfo, TaskStatus
@@ -33,6 +34,12 @@ PLUGINS = frozenset({"priority", "gang", "conformance", "proportion", "drf", "pr
 REASONS = frozenset({"deserved"})
 # What names a pod or podgroup rather than describing it: its arrival and run time in a replay, its group's name
 _NAMING = frozenset({"lahar.dev/at", "lahar.dev/duration", "scheduling.k8s.io/group-name"})
+# Every kind met in this process, one object per value: jobs are grouped by that object's
+# identity, without hashing or comparing descriptions every cycle. A kind kept with a job's facts
+# carries this process's token; one from another process (a resumed pickle) is looked up again.
+# Grouping by identity can only miss look-alikes, never join jobs that differ.
+_KINDS: dict[tuple, tuple] = {}
+_TOKEN = int.from_bytes(os.urandom(8), "little")
 
 
 class Hidden:
@@ -48,7 +55,7 @@ def hide(ssn: Session) -> Hidden | None:
     """Keep one waiting job of each kind in ``ssn.jobs``; None when nothing was set aside."""
     if any(name not in PLUGINS for name in ssn.plugins):
         return None
-    first: dict[tuple, str] = {}
+    first: dict[int, str] = {}
     first_of: dict[str, str] = {}
     for uid, job in ssn.jobs.items():
         kind = _kind(ssn, job)
@@ -66,9 +73,10 @@ def hide(ssn: Session) -> Hidden | None:
     return Hidden(every, first_of, {uid: job.changes for uid, job in ssn.jobs.items()})
 
 
-def _kind(ssn: Session, job: JobInfo) -> tuple | None:
-    """What the actions read of a waiting job, or None when it is not one that may be hidden:
-    admitted, with every task pending and none nominated to a node, its answers kept."""
+def _kind(ssn: Session, job: JobInfo) -> int | None:
+    """What the actions read of a waiting job (the identity of its kind in ``_KINDS``), or None
+    when it is not one that may be hidden: admitted, with every task pending and none nominated
+    to a node, its answers kept."""
     if job.phase != "Inqueue" or not job.tasks or job.podgroup is None:
         return None
     pending = job.status_index.get(TaskStatus.PENDING)
@@ -77,12 +85,14 @@ def _kind(ssn: Session, job: JobInfo) -> tuple | None:
     facts = ssn.job_facts(job)
     if job.facts is not facts or not facts.valid:
         return None  # answers not kept: the plugins may read more than the job's tasks
-    kind = facts.kept.get("lookalike")
-    if kind is None:
-        kind = facts.kept["lookalike"] = _described(job)
-    if not kind or any(task.nominated_node for task in pending.values()):
+    kept = facts.kept.get("lookalike")
+    if kept is None or kept[0] != _TOKEN:
+        described = _described(job)
+        kind = (job.queue, job.priority, described)
+        kept = facts.kept["lookalike"] = (_TOKEN, _KINDS.setdefault(kind, kind) if described else None)
+    if kept[1] is None or any(task.nominated_node for task in pending.values()):
         return None
-    return (job.queue, job.priority, kind)
+    return id(kept[1])
 
 
 def _described(job: JobInfo) -> tuple:
