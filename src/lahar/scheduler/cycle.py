@@ -125,35 +125,53 @@ def close_session(ssn: Session, previous: dict[str, JobOutcome] | None = None, h
     outcomes: dict[str, JobOutcome] = {}
     changed: list[str] = []
     for job in ssn.jobs.values():
-        kept = ssn.job_facts(job).kept
-        counts = kept.get("scheduled")
-        if counts is None:
-            counts = kept["scheduled"] = scheduled_counts(job)
-        job.phase = podgroup_phase(job, _unschedulable_now(ssn, job), counts)
-        index = job.status_index
         first = hidden.first_of.get(job.uid) if hidden is not None else None
         if first is None:
-            reason = explain(ssn, job)
+            outcome = outcomes[job.uid] = _outcome(ssn, job)
         else:
-            reason = reason_for(job.uid, outcomes[first].reason)
-            if reason is None:
+            found = _hidden_outcome(job, outcomes[first])
+            if found is None:
                 ssn.release()
                 return None
-        outcome = outcomes[job.uid] = JobOutcome(
-            phase=job.phase,
-            queue=job.queue,
-            conditions=job.conditions,
-            reason=reason,
-            running=len(index.get(TaskStatus.RUNNING, ())),
-            succeeded=len(index.get(TaskStatus.SUCCEEDED, ())),
-            failed=len(index.get(TaskStatus.FAILED, ())),
-        )
+            outcome = outcomes[job.uid] = found
         before = previous.get(job.uid) if previous is not None else None
         if before is None or not outcome.same_status(before):
             changed.append(job.uid)
     result = CycleResult(ssn.decisions, outcomes, queue_allocations(ssn), ssn, valid_until(ssn), changed, previous)
     ssn.release()
     return result
+
+
+def _outcome(ssn: Session, job: JobInfo) -> JobOutcome:
+    """The job's podgroup phase (set on the job too), conditions, reason and pod counts."""
+    kept = ssn.job_facts(job).kept
+    counts = kept.get("scheduled")
+    if counts is None:
+        counts = kept["scheduled"] = scheduled_counts(job)
+    job.phase = podgroup_phase(job, _unschedulable_now(ssn, job), counts)
+    index = job.status_index
+    return JobOutcome(
+        phase=job.phase,
+        queue=job.queue,
+        conditions=job.conditions,
+        reason=explain(ssn, job),
+        running=len(index.get(TaskStatus.RUNNING, ())),
+        succeeded=len(index.get(TaskStatus.SUCCEEDED, ())),
+        failed=len(index.get(TaskStatus.FAILED, ())),
+    )
+
+
+def _hidden_outcome(job: JobInfo, first: JobOutcome) -> JobOutcome | None:
+    """The outcome of a look-alike hidden from the actions, from its first job's: the same
+    phase (``podgroup_phase`` reads the same phase, counts, minMember and, with no task
+    running, nothing else), its own conditions (gang wrote them as for any job), no pod
+    running, ended or failed (every task waits), and the first job's reason with its own uid;
+    None when that reason may name the job."""
+    reason = reason_for(job.uid, first.reason)
+    if reason is None:
+        return None
+    job.phase = first.phase
+    return JobOutcome(phase=first.phase, queue=job.queue, conditions=job.conditions, reason=reason, running=0, succeeded=0, failed=0)
 
 
 def run_cycle(
