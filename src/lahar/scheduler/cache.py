@@ -255,12 +255,22 @@ class ClusterState:
         jobs: dict[str, JobInfo] = {}
         handed: dict[str, tuple[JobInfo, int, JobInfo, int]] = {}
         queues = self.queues
-        for uid, job in sorted(self.jobs.items()):
+        every = self.jobs
+        for uid in sorted(every):  # the keys alone: strings sort many times faster than (key, job) pairs
+            job = every[uid]
             if job.queue in queues:
                 twin = jobs[uid] = self._session_copy(uid, job)
                 handed[uid] = (job, job.changes, twin, twin.changes)
         self.handed = handed
-        by_uid = {t.uid: t for job in jobs.values() for t in job.tasks.values()}
+        # the copies of the tasks on nodes: a waiting task (Pending) has no node, and most jobs
+        # of a backlog have only those
+        by_uid: dict[str, TaskInfo] = {}
+        for job in jobs.values():
+            index = job.status_index
+            if len(index) == 1 and _PENDING in index:
+                continue
+            for task in job.tasks.values():
+                by_uid[task.uid] = task
         nodes: dict[str, NodeInfo] = {}
         for name, node in self.nodes.items():
             if node.ready:
@@ -277,3 +287,4 @@ class ClusterState:
 
 
 _TERMINAL = (TaskStatus.SUCCEEDED, TaskStatus.FAILED)
+_PENDING = TaskStatus.PENDING
