@@ -69,8 +69,14 @@ def hide(ssn: Session) -> Hidden | None:
     if not first_of:
         return None
     every = ssn.jobs
-    ssn.jobs = {uid: job for uid, job in every.items() if uid not in first_of}
-    return Hidden(every, first_of, {uid: job.changes for uid, job in ssn.jobs.items()})
+    shown: dict[str, JobInfo] = {}
+    changes: dict[str, int] = {}
+    for uid, job in every.items():
+        if uid not in first_of:
+            shown[uid] = job
+            changes[uid] = job.changes
+    ssn.jobs = shown
+    return Hidden(every, first_of, changes)
 
 
 def _kind(ssn: Session, job: JobInfo) -> int | None:
@@ -90,19 +96,19 @@ def _kind(ssn: Session, job: JobInfo) -> int | None:
         described = _described(job)
         kind = (job.queue, job.priority, described)
         kept = facts.kept["lookalike"] = (_TOKEN, _KINDS.setdefault(kind, kind) if described else None)
-    if kept[1] is None or any(task.nominated_node for task in pending.values()):
-        return None
-    return id(kept[1])
+    found = kept[1]
+    return id(found) if found is not None else None
 
 
 def _described(job: JobInfo) -> tuple:
     """The job's podgroup and pods as the scheduler reads them, less what names them; () when a
-    task has no pod to describe."""
+    task has no pod to describe or is nominated to a node (kept while the job's tasks stand: a
+    nomination comes with a new pod)."""
     group = job.podgroup
     assert group is not None
     parts: list[Any] = [_without_names(group.model_dump(mode="json", exclude_none=True), group=True)]
     for task in job.tasks.values():
-        if task.pod is None:
+        if task.pod is None or task.nominated_node:
             return ()
         parts.append((task.priority, task.preemptable, task.role, task.preemption_policy, task.critical, task.request_id()))
         parts.append(_without_names(task.pod.model_dump(mode="json", exclude_none=True), group=False))
