@@ -14,7 +14,7 @@ from lahar.scheduler.cache import ClusterState
 from lahar.scheduler.cycle import run_cycle, scheduled_counts
 from lahar.scheduler.framework.config import default_config_text, load_config
 from lahar.scheduler.framework.session import JobFacts, Session
-from lahar.scheduler.lookalikes import _TOKEN, _described
+from lahar.scheduler.lookalikes import _KINDS, _described
 from lahar.scheduler.plugins import PLUGINS, Plugin, register
 from lahar.scheduler.plugins.gang import _unschedulable_head, skip_unschedulable_for_releasing
 from lahar.scheduler.reasons import _pending_request
@@ -41,7 +41,7 @@ def _kept_now(kept: dict, job) -> dict:
         "gang-unschedulable": lambda: "" if skip_unschedulable_for_releasing(job) else _unschedulable_head(job),
         "scheduled": lambda: scheduled_counts(job),
         "pending-request": lambda: _pending_request(job),
-        "lookalike": lambda: (_TOKEN, (job.queue, job.priority, _described(job)) if _described(job) else None),
+        "lookalike": lambda: (_KINDS.generation, (job.queue, job.priority, _described(job)) if _described(job) else None),
     }
     return {name: fresh[name]() for name in kept}
 

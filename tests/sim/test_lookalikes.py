@@ -10,7 +10,7 @@ import pytest
 
 import lahar.sim.engine as engine
 from lahar.scheduler import cycle, lookalikes
-from lahar.model.workload import Pod
+from lahar.model.workload import Pod, PodGroup
 from lahar.scheduler.cache import ClusterState
 from lahar.scheduler.cycle import open_session, run_cycle
 from lahar.scheduler.framework.config import default_config_text, load_config
@@ -142,13 +142,41 @@ def test_a_hidden_job_gets_its_first_jobs_reason_only_when_it_names_no_job():
     assert lookalikes.reason_for("default/w2", None) is None
 
 
-def test_a_kind_kept_by_another_process_is_looked_up_again():
-    """A resumed pickle carries kinds that are not this process's objects: they are worked out
-    again, so its look-alikes are still found (grouping goes by the kind object's identity)."""
-    ssn = open_session(_backlog(), load_config(default_config_text()))
-    for uid in ("default/w1", "default/w2", "default/w3"):
-        job = ssn.jobs[uid]
-        kept = ssn.job_facts(job).kept
-        kept["lookalike"] = (lookalikes._TOKEN + 1, ("default-queue", 0, (uid,)))  # another process's, unlike each other
+def test_kinds_taken_in_before_the_table_was_emptied_are_looked_up_again(monkeypatch):
+    """The table of kinds is emptied when full: a job described before keeps its old kind
+    object, and it is looked up again, so it is still grouped with a look-alike described after."""
+    conf = load_config(default_config_text())
+    state = _backlog()
+    ssn = open_session(state, conf)
+    assert lookalikes.hide(ssn) is not None  # w1, w2, w3 described, their kind kept with their facts
+    ssn.release()
+    monkeypatch.setattr(lookalikes, "KINDS_KEPT", 0)  # the next new kind empties the table
+    later = [podgroup("w4").queue("a").min_member(1).phase("Inqueue").build(), pod("w4-0").requests(gpu=1).group("w4").build()]
+    for obj in later:
+        state.upsert(obj)
+    ssn = open_session(state, conf)
     found = lookalikes.hide(ssn)
-    assert found is not None and found.first_of == {"default/w2": "default/w1", "default/w3": "default/w1"}
+    assert found is not None
+    assert found.first_of == {"default/w2": "default/w1", "default/w3": "default/w1", "default/w4": "default/w1"}
+
+
+def test_jobs_of_a_queue_that_is_not_open_are_not_hidden():
+    conf = load_config(default_config_text())
+    closing = queue("a").weight(1).status("Closing").build()
+    state = _backlog()
+    state.upsert(closing)
+    assert lookalikes.hide(open_session(state, conf)) is None
+
+
+def test_vcjobs_alike_but_their_names_are_hidden_behind_the_first():
+    """A vcjob's podgroup and pods carry its name in a label and an annotation: not a difference."""
+    extra = []
+    for name in ("v1", "v2"):
+        group = podgroup(name).queue("a").min_member(1).phase("Inqueue").manifest()
+        group["metadata"]["labels"] = {"volcano.sh/job-name": name}
+        member = pod(f"{name}-0").requests(gpu=2).group(name).manifest()
+        member["metadata"]["labels"] = {"volcano.sh/job-name": name}
+        member["metadata"]["annotations"]["scheduling.volcano.sh/group-name"] = name
+        extra += [PodGroup.model_validate(group), Pod.model_validate(member)]
+    found = lookalikes.hide(open_session(_backlog(extra), load_config(default_config_text())))
+    assert found is not None and found.first_of.get("default/v2") == "default/v1"

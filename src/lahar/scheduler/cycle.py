@@ -87,8 +87,10 @@ class CycleResult:
     # outcomes the caller passed as ``previous`` (those it applied last); every job when none
     changed: list[str] | None = None
     compared_to: dict[str, JobOutcome] | None = None
-    # How many look-alike waiting jobs the actions did not look at (``run_cycle(lookalikes=True)``)
+    # How many look-alike waiting jobs the actions did not look at (``run_cycle(lookalikes=True)``),
+    # and whether the cycle had to run again without hiding them
     lookalikes_hidden: int = 0
+    lookalikes_ran_again: bool = False
 
     def of_type(self, kind: str) -> list[Decision]:
         return [d for d in self.decisions if d.type == kind]
@@ -111,12 +113,18 @@ def open_session(state: ClusterState, conf: SchedulerConf, now: float = 0.0, uid
     return ssn
 
 
-def close_session(ssn: Session, previous: dict[str, JobOutcome] | None = None, hidden: Hidden | None = None) -> CycleResult | None:
+def close_session(ssn: Session, previous: dict[str, JobOutcome] | None = None) -> CycleResult:
     """The session's result; ``previous``: the outcomes the caller last applied, for the
-    result's ``changed`` (a caller that applies only what changed skips the other jobs).
-    ``hidden``: the look-alike jobs ``lookalikes.hide`` set aside, given their first job's
-    reason; None (nothing returned) when that reason may name the job: run the cycle again
-    without hiding."""
+    result's ``changed`` (a caller that applies only what changed skips the other jobs)."""
+    result = _close(ssn, previous, None)
+    assert result is not None
+    return result
+
+
+def _close(ssn: Session, previous: dict[str, JobOutcome] | None, hidden: Hidden | None) -> CycleResult | None:
+    """``close_session``, with ``hidden``: the look-alike jobs ``lookalikes.hide`` set aside,
+    given their first job's phase and reason; None (and the session released) when that reason
+    may name the job: the cycle must run again without hiding."""
     if hidden is not None:
         ssn.jobs = hidden.every
     for plugin in ssn.plugins.values():
@@ -196,7 +204,7 @@ def run_cycle(
         for action in conf.actions:
             ACTIONS[action](ssn)
         found = close_session(ssn, previous)
-        assert found is not None
+        found.lookalikes_ran_again = lookalikes
         return found
 
 
@@ -208,12 +216,14 @@ def _cycle_with_lookalikes_hidden(
     hidden = hide(ssn)
     for action in conf.actions:
         ACTIONS[action](ssn)
+        if hidden is not None and ssn.decisions:
+            break  # it will run again: the rest would be spent for nothing
     if hidden is None:
         return close_session(ssn, previous)
     if not settled(ssn, hidden):
         ssn.release()
         return None
-    result = close_session(ssn, previous, hidden)
+    result = _close(ssn, previous, hidden)
     if result is not None:
         result.lookalikes_hidden = len(hidden.first_of)
     return result

@@ -19,7 +19,6 @@ with any other plugin enabled nothing is hidden.
 from __future__ import annotations
 
 import json
-import os
 from typing import Any
 
 from lahar.scheduler.api import JobInfo, TaskStatus
@@ -32,14 +31,36 @@ __all__ = ["Hidden", "hide", "settled", "reason_for", "PLUGINS", "REASONS"]
 PLUGINS = frozenset({"priority", "gang", "conformance", "proportion", "drf", "predicates", "nodeorder", "binpack"})
 # Reasons whose text names no job or task: a hidden job's reason is its first job's with its own uid
 REASONS = frozenset({"deserved"})
-# What names a pod or podgroup rather than describing it: its arrival and run time in a replay, its group's name
-_NAMING = frozenset({"lahar.dev/at", "lahar.dev/duration", "scheduling.k8s.io/group-name"})
-# Every kind met in this process, one object per value: jobs are grouped by that object's
-# identity, without hashing or comparing descriptions every cycle. A kind kept with a job's facts
-# carries this process's token; one from another process (a resumed pickle) is looked up again.
-# Grouping by identity can only miss look-alikes, never join jobs that differ.
-_KINDS: dict[tuple, tuple] = {}
-_TOKEN = int.from_bytes(os.urandom(8), "little")
+# What names a pod or podgroup rather than describing it: its arrival and run time in a replay,
+# its group's and its vcjob's name (no allowed plugin reads a pod's labels: inter-pod affinity
+# would make them part of what the scheduler reads)
+_NAMING = frozenset({"lahar.dev/at", "lahar.dev/duration", "scheduling.k8s.io/group-name", "scheduling.volcano.sh/group-name", "volcano.sh/job-name"})
+# At most this many kinds are kept (a server's forecasts run simulations for months)
+KINDS_KEPT = 10_000
+
+
+class _Kinds:
+    """Every kind met, one object per value: jobs are grouped by that object's identity, without
+    hashing or comparing descriptions every cycle. Emptied when full: a kind kept with a job's
+    facts carries the generation it was taken in, and one from an older generation is looked up
+    again. Grouping by identity can only miss look-alikes, never join jobs that differ."""
+
+    def __init__(self) -> None:
+        self.kinds: dict[tuple, tuple] = {}
+        self.generation = 0
+
+    def canonical(self, kind: tuple) -> tuple:
+        found = self.kinds.get(kind)
+        if found is not None:
+            return found
+        if len(self.kinds) >= KINDS_KEPT:
+            self.kinds = {}
+            self.generation += 1
+        self.kinds[kind] = kind
+        return kind
+
+
+_KINDS = _Kinds()
 
 
 class Hidden:
@@ -85,6 +106,9 @@ def _kind(ssn: Session, job: JobInfo) -> int | None:
     to a node, its answers kept."""
     if job.phase != "Inqueue" or not job.tasks or job.podgroup is None:
         return None
+    queue = ssn.queues.get(job.queue)
+    if queue is None or queue.state != "Open":
+        return None  # a reason that names the queue's state, not a share: the close would not hand it on
     pending = job.status_index.get(TaskStatus.PENDING)
     if pending is None or len(pending) != len(job.tasks):
         return None
@@ -92,10 +116,12 @@ def _kind(ssn: Session, job: JobInfo) -> int | None:
     if job.facts is not facts or not facts.valid:
         return None  # answers not kept: the plugins may read more than the job's tasks
     kept = facts.kept.get("lookalike")
-    if kept is None or kept[0] != _TOKEN:
+    if kept is None:
         described = _described(job)
-        kind = (job.queue, job.priority, described)
-        kept = facts.kept["lookalike"] = (_TOKEN, _KINDS.setdefault(kind, kind) if described else None)
+        kind = (job.queue, job.priority, described) if described else None
+        kept = facts.kept["lookalike"] = (_KINDS.generation, _KINDS.canonical(kind) if kind is not None else None)
+    elif kept[1] is not None and kept[0] != _KINDS.generation:
+        kept = facts.kept["lookalike"] = (_KINDS.generation, _KINDS.canonical(kept[1]))
     found = kept[1]
     return id(found) if found is not None else None
 
@@ -120,6 +146,9 @@ def _without_names(document: dict, group: bool) -> str:
     for field in ("name", "uid", "resource_version", "creation_timestamp", "generate_name"):
         meta.pop(field, None)
     meta["annotations"] = {k: v for k, v in (meta.get("annotations") or {}).items() if k not in _NAMING}
+    meta["labels"] = {k: v for k, v in (meta.get("labels") or {}).items() if k not in _NAMING}
+    # the vcjob that owns them, by name: the scheduler reads no owner
+    meta["owner_references"] = [{k: v for k, v in ref.items() if k not in ("name", "uid")} for ref in meta.get("owner_references") or []]
     kept = {"metadata": meta, "spec": document.get("spec")}
     if group:
         status = document.get("status") or {}

@@ -82,7 +82,7 @@ class Simulation:
         self.cycle_count += 1
         hiding = self._hide_lookalikes(completed)
         result = run_cycle(self.world.cache, self.conf, now, uid=f"cycle-{self.cycle_count}", previous=self.world.applied_outcomes, lookalikes=hiding)
-        self._after_lookalikes(hiding, result)
+        self._after_lookalikes(result)
         self.world.apply(result, now)
         self.world.refresh_queues(now)
         record = CycleRecord(now, result, completed)
@@ -107,14 +107,12 @@ class Simulation:
             return False
         return True
 
-    def _after_lookalikes(self, tried: bool, result: CycleResult) -> None:
-        if not tried:
-            return
-        if result.lookalikes_hidden:
-            self._lookalike_backoff = 0
-        else:
+    def _after_lookalikes(self, result: CycleResult) -> None:
+        if result.lookalikes_ran_again:
             self._lookalike_backoff = min(max(2 * getattr(self, "_lookalike_backoff", 0), 1), 64)
             self._lookalike_skip = self._lookalike_backoff
+        elif result.lookalikes_hidden:
+            self._lookalike_backoff = 0
 
     def run_cycles(self, count: int) -> None:
         for index in range(count):
