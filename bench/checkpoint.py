@@ -158,6 +158,7 @@ def shapes(path: str, times: int) -> None:
     with open(path, "rb") as source:
         sim, position = pickle.load(source)
     cache = sim.world.cache
+    jobs = len(cache.jobs)
     cohorts: dict[tuple, list[str]] = {}
     for uid, job in cache.jobs.items():
         shape = _shape(job)
@@ -170,7 +171,7 @@ def shapes(path: str, times: int) -> None:
             cache.forget_job(uid)
     fewer_ms, fewer_decisions = _median_cycle_ms(sim, position.now, times)
     line = {
-        "bench": "checkpoint-shapes", "cycle": sim.cycle_count, "jobs": len(cache.jobs) + waiting - len(cohorts), "waiting": waiting,
+        "bench": "checkpoint-shapes", "cycle": sim.cycle_count, "jobs": jobs, "waiting": waiting,
         "shapes": len(cohorts), "largest_shape": max((len(u) for u in cohorts.values()), default=0),
         "cycle_ms": round(full_ms, 2), "decisions": full_decisions,
         "one_per_shape_cycle_ms": round(fewer_ms, 2), "one_per_shape_decisions": fewer_decisions,

@@ -78,24 +78,21 @@ def hide(ssn: Session) -> Hidden | None:
         return None
     first: dict[int, str] = {}
     first_of: dict[str, str] = {}
-    for uid, job in ssn.jobs.items():
-        kind = _kind(ssn, job)
-        if kind is None:
-            continue
-        found = first.get(kind)
-        if found is None:
-            first[kind] = uid
-        else:
-            first_of[uid] = found
-    if not first_of:
-        return None
-    every = ssn.jobs
     shown: dict[str, JobInfo] = {}
     changes: dict[str, int] = {}
+    every = ssn.jobs
     for uid, job in every.items():
-        if uid not in first_of:
-            shown[uid] = job
-            changes[uid] = job.changes
+        kind = _kind(ssn, job)
+        found = first.get(kind) if kind is not None else None
+        if found is not None:
+            first_of[uid] = found
+            continue
+        if kind is not None:
+            first[kind] = uid
+        shown[uid] = job
+        changes[uid] = job.changes
+    if not first_of:
+        return None
     ssn.jobs = shown
     return Hidden(every, first_of, changes)
 
