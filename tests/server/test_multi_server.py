@@ -268,6 +268,10 @@ def test_a_deposed_leader_writes_nothing_and_the_other_server_goes_on(pg_cluster
         pid = first.loop.leadership._session[0]
         with psycopg.connect(url, autocommit=True) as admin:
             admin.execute("SELECT pg_terminate_backend(%s)", (pid,))
+            # it returns once the signal is sent; until the backend has gone it still holds the lock
+            gone_by = time.monotonic() + 5
+            while admin.execute("SELECT 1 FROM pg_stat_activity WHERE pid = %s", (pid,)).fetchone() and time.monotonic() < gone_by:
+                time.sleep(0.01)
         version = one.current_version()
         assert first.loop.tick() is None and one.current_version() == version  # fenced: nothing written
         assert first.loop.skipped == 1 and not first.loop.leading  # the fence said no
