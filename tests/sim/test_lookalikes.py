@@ -10,6 +10,7 @@ import pytest
 
 import lahar.sim.engine as engine
 from lahar.scheduler import cycle, lookalikes
+from lahar.scheduler.plugins import queueattr
 from lahar.model.workload import Pod, PodGroup
 from lahar.scheduler.cache import ClusterState
 from lahar.scheduler.cycle import open_session, run_cycle
@@ -64,12 +65,18 @@ def test_a_backlog_replayed_with_lookalikes_hidden_is_the_same_cycle_by_cycle(mo
 @pytest.mark.python_source
 def test_the_replay_takes_both_ways_hidden_and_again_in_full(monkeypatch):
     """The shortcut is taken (jobs hidden, the cycle settled) and refused (the actions moved a
-    task: the cycle runs again in full); each way is exercised by the replay above."""
-    taken = {"hidden": 0, "settled": 0, "again": 0}
-    hide, settled = cycle.hide, cycle.settled
+    task: the cycle runs again in full); each way is exercised by the replay above, and most
+    hidden jobs are set aside before the plugins open (counted at once by proportion)."""
+    taken = {"hidden": 0, "grouped": 0, "settled": 0, "again": 0}
+    hide, group, settled = cycle.hide, cycle.group, cycle.settled
 
-    def counted_hide(ssn):
-        found = hide(ssn)
+    def counted_group(ssn):
+        found = group(ssn)
+        taken["grouped"] += len(found.first_of) if found is not None else 0
+        return found
+
+    def counted_hide(ssn, grouped):
+        found = hide(ssn, grouped)
         taken["hidden"] += len(found.first_of) if found is not None else 0
         return found
 
@@ -78,10 +85,12 @@ def test_the_replay_takes_both_ways_hidden_and_again_in_full(monkeypatch):
         taken["settled" if answer else "again"] += 1
         return answer
 
+    monkeypatch.setattr(cycle, "group", counted_group)
     monkeypatch.setattr(cycle, "hide", counted_hide)
     monkeypatch.setattr(cycle, "settled", counted_settled)
     _replay("3 x cpu=64,memory=512Gi,gpu=8", True, monkeypatch)
     assert taken["hidden"] > 1000 and taken["settled"] > 50 and taken["again"] > 0, taken
+    assert taken["grouped"] > 500, taken  # most of them set aside before the plugins opened
 
 
 def _backlog(extra: list | None = None, held: int = 8) -> ClusterState:
@@ -180,3 +189,58 @@ def test_vcjobs_alike_but_their_names_are_hidden_behind_the_first():
         extra += [PodGroup.model_validate(group), Pod.model_validate(member)]
     found = lookalikes.hide(open_session(_backlog(extra), load_config(default_config_text())))
     assert found is not None and found.first_of.get("default/v2") == "default/v1"
+
+
+def _grouped_session(state: ClusterState, conf) -> tuple:
+    """A session whose look-alikes ``group`` set aside before the plugins opened (an earlier
+    cycle described them), and the hidden jobs."""
+    run_cycle(state, conf, lookalikes=True)  # describes each waiting job's kind, kept with its facts
+    ssn = cycle._new_session(state, conf, 0.0, "cycle-1", True)
+    grouped = lookalikes.group(ssn)
+    cycle._open_plugins(ssn)
+    return ssn, grouped
+
+
+def _accounts(ssn) -> dict:
+    return {
+        name: [(field, list(getattr(attr, field).dims())) for field in ("allocated", "request", "inqueue", "elastic", "deserved")]
+        for name, attr in ssn.queue_attrs.items()
+    }
+
+
+def test_lookalikes_set_aside_before_the_plugins_open_are_counted_once_as_job_by_job():
+    """Proportion adds a kind's look-alikes as one (count x request): every queue's accounting
+    has the same values, scalar names in the same order, as a session that adds them one by one."""
+    conf = load_config(default_config_text())
+    extra = [podgroup("m").queue("a").min_member(1).min_resources(cpu="2", gpu=1).phase("Inqueue").build(), pod("m-0").requests(cpu="2", gpu=1).group("m").build()]
+    extra += [podgroup("m2").queue("a").min_member(1).min_resources(cpu="2", gpu=1).phase("Inqueue").build(), pod("m2-0").requests(cpu="2", gpu=1).group("m2").build()]
+    state = _backlog(extra)
+    ssn, grouped = _grouped_session(state, conf)
+    assert grouped is not None and grouped.first_of == {"default/w2": "default/w1", "default/w3": "default/w1", "default/m2": "default/m"}
+    assert ssn.hidden_counts == {"default/w1": 2, "default/m": 1} and "default/w2" not in ssn.jobs
+    assert _accounts(ssn) == _accounts(open_session(state, conf))
+    assert not ssn.hidden_inexact
+
+
+@pytest.mark.python_source
+def test_totals_where_sums_are_no_longer_exact_run_the_cycle_again(monkeypatch):
+    """Counting look-alikes at once is exact while totals stay below 2**53; past that limit
+    (made small here) the cycle runs again in full, with the same result."""
+    conf = load_config(default_config_text())
+    state = _backlog()
+    run_cycle(state, conf, lookalikes=True)
+    monkeypatch.setattr(queueattr, "_EXACT", 10_000.0)  # queue a asks for 11 GPUs: 11,000 milli
+    short = run_cycle(state, conf, lookalikes=True)
+    assert short.lookalikes_ran_again
+    long = run_cycle(_backlog(), conf, lookalikes=False)
+    assert {uid: (o.phase, o.reason) for uid, o in short.jobs.items()} == {uid: (o.phase, o.reason) for uid, o in long.jobs.items()}
+
+
+def test_a_job_asking_for_a_part_of_a_unit_is_not_counted_at_once():
+    state = _backlog()
+    job = state.snapshot()[0]["default/w1"]
+    assert queueattr.lookalikes_room(job) == 2**52 // 1000  # one GPU: 1,000 milli
+    for task in job.tasks.values():
+        task.resreq = task.resreq.clone()
+        task.resreq.memory = 0.5
+    assert queueattr.lookalikes_room(job) == 0

@@ -21,7 +21,7 @@ from lahar.scheduler.cache import ClusterState
 from lahar.scheduler.columnar import NodeIndex
 from lahar.scheduler.framework.config import SchedulerConf
 from lahar.scheduler.framework.session import Decision, Session
-from lahar.scheduler.lookalikes import Hidden, hide, reason_for, settled
+from lahar.scheduler.lookalikes import Hidden, group, hide, reason_for, settled
 from lahar.scheduler.plugins import PLUGINS
 from lahar.scheduler.reasons import explain
 
@@ -98,6 +98,13 @@ class CycleResult:
 
 def open_session(state: ClusterState, conf: SchedulerConf, now: float = 0.0, uid: str = "cycle-0", columnar: bool = True) -> Session:
     """A session on a snapshot of ``state``; ``columnar=False`` tests nodes one by one (same decisions, slower)."""
+    ssn = _new_session(state, conf, now, uid, columnar)
+    _open_plugins(ssn)
+    return ssn
+
+
+def _new_session(state: ClusterState, conf: SchedulerConf, now: float, uid: str, columnar: bool) -> Session:
+    """A session on a snapshot of ``state``, its plugins not yet opened."""
     jobs, nodes, node_list, queues = state.snapshot()
     total = Resource()
     for node in node_list:
@@ -105,12 +112,16 @@ def open_session(state: ClusterState, conf: SchedulerConf, now: float = 0.0, uid
     ssn = Session(uid=uid, jobs=jobs, nodes=nodes, queues=queues, conf=conf, now=now, node_list=node_list, total_resource=total)
     ssn.enqueue_enabled = "enqueue" in conf.actions
     ssn.node_index = NodeIndex(node_list) if node_list and columnar else None
+    return ssn
+
+
+def _open_plugins(ssn: Session) -> None:
+    conf = ssn.conf
     for tier in conf.tiers:
         for option in tier.plugins:
             plugin = PLUGINS[option.name](option.arguments, option.enabled("hierarchy"))
             ssn.plugins[option.name] = plugin
             plugin.on_session_open(ssn)
-    return ssn
 
 
 def close_session(ssn: Session, previous: dict[str, JobOutcome] | None = None) -> CycleResult:
@@ -125,11 +136,11 @@ def _close(ssn: Session, previous: dict[str, JobOutcome] | None, hidden: Hidden 
     """``close_session``, with ``hidden``: the look-alike jobs ``lookalikes.hide`` set aside,
     given their first job's phase and reason; None (and the session released) when that reason
     may name the job: the cycle must run again without hiding."""
+    for plugin in ssn.plugins.values():
+        plugin.on_session_close(ssn)  # with look-alikes hidden, on the jobs the actions saw
+    _record_uncommitted_pipelines(ssn)  # a hidden job has every task waiting: nothing pipelined
     if hidden is not None:
         ssn.jobs = hidden.every
-    for plugin in ssn.plugins.values():
-        plugin.on_session_close(ssn)
-    _record_uncommitted_pipelines(ssn)
     outcomes: dict[str, JobOutcome] = {}
     changed: list[str] = []
     for job in ssn.jobs.values():
@@ -137,7 +148,7 @@ def _close(ssn: Session, previous: dict[str, JobOutcome] | None, hidden: Hidden 
         if first is None:
             outcome = outcomes[job.uid] = _outcome(ssn, job)
         else:
-            found = _hidden_outcome(job, outcomes[first])
+            found = _hidden_outcome(ssn, job, ssn.jobs[first], outcomes[first])
             if found is None:
                 ssn.release()
                 return None
@@ -169,15 +180,21 @@ def _outcome(ssn: Session, job: JobInfo) -> JobOutcome:
     )
 
 
-def _hidden_outcome(job: JobInfo, first: JobOutcome) -> JobOutcome | None:
+def _hidden_outcome(ssn: Session, job: JobInfo, first_job: JobInfo, first: JobOutcome) -> JobOutcome | None:
     """The outcome of a look-alike hidden from the actions, from its first job's: the same
     phase (``podgroup_phase`` reads the same phase, counts, minMember and, with no task
-    running, nothing else), its own conditions (gang wrote them as for any job), no pod
-    running, ended or failed (every task waits), and the first job's reason with its own uid;
-    None when that reason may name the job."""
+    running, nothing else), the conditions the plugins wrote this session for its first job
+    (gang's: the same task counts and no fit error give the same message) beside its own of
+    other types, no pod running, ended or failed (every task waits), and the first job's
+    reason with its own uid; None when that reason may name the job."""
     reason = reason_for(job.uid, first.reason)
     if reason is None:
         return None
+    for condition in first_job.conditions:
+        if condition.get("transitionID") == ssn.uid:
+            kind = condition.get("type")
+            job.conditions = [c for c in job.conditions if c.get("type") != kind]
+            job.conditions.append(dict(condition))
     job.phase = first.phase
     return JobOutcome(phase=first.phase, queue=job.queue, conditions=job.conditions, reason=reason, running=0, succeeded=0, failed=0)
 
@@ -212,8 +229,10 @@ def _cycle_with_lookalikes_hidden(
     state: ClusterState, conf: SchedulerConf, now: float, uid: str, columnar: bool, previous: dict[str, JobOutcome] | None
 ) -> CycleResult | None:
     """The cycle with look-alike waiting jobs hidden from the actions; None when it must run again without."""
-    ssn = open_session(state, conf, now, uid, columnar)
-    hidden = hide(ssn)
+    ssn = _new_session(state, conf, now, uid, columnar)
+    grouped = group(ssn)  # look-alikes described in earlier cycles: proportion counts them at once
+    _open_plugins(ssn)
+    hidden = hide(ssn, grouped)
     for action in conf.actions:
         ACTIONS[action](ssn)
         if hidden is not None and ssn.decisions:

@@ -6,7 +6,10 @@ nothing, the session never changes, so what the actions find for one such job th
 each: a queue at its deserved share refuses them all alike. ``hide`` keeps the first job of each
 kind in the session's jobs and sets the others aside after the plugins opened (their requests
 and reservations are counted in every queue's accounting as before); the actions then look at
-the first one only. ``settled`` tells, once the actions are done, whether the shortcut held:
+the first one only. Jobs whose kind an earlier cycle described are set aside sooner, by
+``group`` before the plugins open: proportion then adds each kind's look-alikes at once, count
+times the first job's part (``queueattr.add_lookalikes``, exact while every value is a whole
+number and the totals stay below 2**53; past that ``settled`` says no). ``settled`` tells, once the actions are done, whether the shortcut held:
 nothing was decided, and each first job still waits with every task pending, without fit errors.
 The close then gives each hidden job its first job's reason (the ``deserved`` reason names the
 queue and the request, never the job), and runs everything else for it as for any job. When the
@@ -23,8 +26,9 @@ from typing import Any
 
 from lahar.scheduler.api import JobInfo, TaskStatus
 from lahar.scheduler.framework.session import Session
+from lahar.scheduler.plugins.queueattr import lookalikes_room
 
-__all__ = ["Hidden", "hide", "settled", "reason_for", "PLUGINS", "REASONS"]
+__all__ = ["Hidden", "Kind", "group", "hide", "settled", "reason_for", "PLUGINS", "REASONS"]
 
 # Plugins whose answers about a waiting job read only its queue, priority, specs and tasks (and
 # its name and creation time for order alone)
@@ -39,68 +43,121 @@ _NAMING = frozenset({"lahar.dev/at", "lahar.dev/duration", "scheduling.k8s.io/gr
 KINDS_KEPT = 10_000
 
 
+class Kind:
+    """One kind of look-alike waiting job: what the actions read of it (queue, priority, the
+    podgroup and pods less their names). One object per kind, so jobs are grouped by identity."""
+
+    __slots__ = ("description",)
+
+    def __init__(self, description: tuple) -> None:
+        self.description = description
+
+
 class _Kinds:
-    """Every kind met, one object per value: jobs are grouped by that object's identity, without
+    """Every kind met, one ``Kind`` per value: jobs are grouped by that object's identity, without
     hashing or comparing descriptions every cycle. Emptied when full: a kind kept with a job's
     facts carries the generation it was taken in, and one from an older generation is looked up
     again. Grouping by identity can only miss look-alikes, never join jobs that differ."""
 
     def __init__(self) -> None:
-        self.kinds: dict[tuple, tuple] = {}
+        self.kinds: dict[tuple, Kind] = {}
         self.generation = 0
 
-    def canonical(self, kind: tuple) -> tuple:
-        found = self.kinds.get(kind)
+    def canonical(self, description: tuple) -> Kind:
+        found = self.kinds.get(description)
         if found is not None:
             return found
         if len(self.kinds) >= KINDS_KEPT:
             self.kinds = {}
             self.generation += 1
-        self.kinds[kind] = kind
-        return kind
+        found = self.kinds[description] = Kind(description)
+        return found
 
 
 _KINDS = _Kinds()
 
 
 class Hidden:
-    """The jobs set aside for one cycle: every job in session order, and each hidden job's first job."""
+    """The jobs set aside for one cycle: every job in session order and each hidden job's first
+    job (which comes before it in that order)."""
 
-    def __init__(self, every: dict[str, JobInfo], first_of: dict[str, str], changes: dict[str, int]) -> None:
+    def __init__(self, every: dict[str, JobInfo], first_of: dict[str, str]) -> None:
         self.every = every
         self.first_of = first_of
-        self.changes = changes  # each job left in the session: its tasks' change count when the actions began
+        self.changes: dict[str, int] = {}  # each job left in the session: its tasks' change count when the actions began
 
 
-def hide(ssn: Session) -> Hidden | None:
-    """Keep one waiting job of each kind in ``ssn.jobs``; None when nothing was set aside."""
-    if any(name not in PLUGINS for name in ssn.plugins):
+class _Group:
+    """A kind's first job in ``group``, how many look-alikes it stands for, and at most how many."""
+
+    __slots__ = ("first", "count", "room")
+
+    def __init__(self, first: str, room: int) -> None:
+        self.first, self.count, self.room = first, 0, room
+
+
+def group(ssn: Session) -> Hidden | None:
+    """Before the plugins open: set aside each waiting job whose kind an earlier cycle described
+    (kept with its facts) behind the first job of that kind, and count them per first job in
+    ``ssn.hidden_counts``, so that proportion adds their requests once (``add_lookalikes``)
+    instead of job by job. None when nothing was set aside."""
+    if any(option.name not in PLUGINS for tier in ssn.conf.tiers for option in tier.plugins):
         return None
-    first: dict[int, str] = {}
+    groups: dict[Kind, _Group] = {}
     first_of: dict[str, str] = {}
     shown: dict[str, JobInfo] = {}
-    changes: dict[str, int] = {}
     every = ssn.jobs
     for uid, job in every.items():
+        kind = _kind(ssn, job, known_only=True)
+        if kind is not None:
+            found = groups.get(kind)
+            if found is None:
+                groups[kind] = _Group(uid, lookalikes_room(job))
+            elif found.count < found.room:
+                found.count += 1
+                first_of[uid] = found.first
+                continue
+        shown[uid] = job
+    if not first_of:
+        return None
+    ssn.hidden_counts = {found.first: found.count for found in groups.values() if found.count}
+    ssn.jobs = shown
+    return Hidden(every, first_of)
+
+
+def hide(ssn: Session, grouped: Hidden | None = None) -> Hidden | None:
+    """After the plugins open: keep one waiting job of each kind in ``ssn.jobs``, those ``group``
+    set others aside for included; None when nothing is set aside."""
+    if grouped is None and any(name not in PLUGINS for name in ssn.plugins):
+        return None
+    first: dict[Kind, str] = {}
+    first_of: dict[str, str] = dict(grouped.first_of) if grouped is not None else {}
+    anchors = set(first_of.values())  # stay shown: their look-alikes' outcomes come from theirs
+    shown: dict[str, JobInfo] = {}
+    changes: dict[str, int] = {}
+    for uid, job in ssn.jobs.items():
         kind = _kind(ssn, job)
         found = first.get(kind) if kind is not None else None
-        if found is not None:
+        if found is not None and uid not in anchors:
             first_of[uid] = found
             continue
-        if kind is not None:
+        if kind is not None and found is None:
             first[kind] = uid
         shown[uid] = job
         changes[uid] = job.changes
     if not first_of:
         return None
+    hidden = Hidden(grouped.every if grouped is not None else ssn.jobs, first_of)
+    hidden.changes = changes
     ssn.jobs = shown
-    return Hidden(every, first_of, changes)
+    return hidden
 
 
-def _kind(ssn: Session, job: JobInfo) -> int | None:
-    """What the actions read of a waiting job (the identity of its kind in ``_KINDS``), or None
-    when it is not one that may be hidden: admitted, with every task pending and none nominated
-    to a node, its answers kept."""
+def _kind(ssn: Session, job: JobInfo, known_only: bool = False) -> Kind | None:
+    """The kind of a waiting job (what the actions read of it), or None when it is not one that
+    may be hidden: admitted, with every task pending and none nominated to a node, its answers
+    kept. ``known_only``: before the plugins open, only a job whose facts and kind an earlier
+    session of the same configuration kept, its tasks unchanged since."""
     if job.phase != "Inqueue" or not job.tasks or job.podgroup is None:
         return None
     queue = ssn.queues.get(job.queue)
@@ -109,18 +166,22 @@ def _kind(ssn: Session, job: JobInfo) -> int | None:
     pending = job.status_index.get(TaskStatus.PENDING)
     if pending is None or len(pending) != len(job.tasks):
         return None
-    facts = ssn.job_facts(job)
-    if job.facts is not facts or not facts.valid:
-        return None  # answers not kept: the plugins may read more than the job's tasks
-    kept = facts.kept.get("lookalike")
-    if kept is None:
+    if known_only:
+        facts = job.facts
+        if facts is None or facts.kind_generation < 0 or facts.changes != job.changes or facts.conf is not ssn.conf or not facts.valid:
+            return None
+    else:
+        facts = ssn.job_facts(job)
+        if job.facts is not facts or not facts.valid:
+            return None  # answers not kept: the plugins may read more than the job's tasks
+    if facts.kind_generation < 0:
         described = _described(job)
-        kind = (job.queue, job.priority, described) if described else None
-        kept = facts.kept["lookalike"] = (_KINDS.generation, _KINDS.canonical(kind) if kind is not None else None)
-    elif kept[1] is not None and kept[0] != _KINDS.generation:
-        kept = facts.kept["lookalike"] = (_KINDS.generation, _KINDS.canonical(kept[1]))
-    found = kept[1]
-    return id(found) if found is not None else None
+        facts.kind = _KINDS.canonical((job.queue, job.priority, described)) if described else None
+        facts.kind_generation = _KINDS.generation
+    elif facts.kind is not None and facts.kind_generation != _KINDS.generation:
+        facts.kind = _KINDS.canonical(facts.kind.description)
+        facts.kind_generation = _KINDS.generation
+    return facts.kind
 
 
 def _described(job: JobInfo) -> tuple:
@@ -158,7 +219,7 @@ def settled(ssn: Session, hidden: Hidden) -> bool:
     task of any job moved (not even to be put back), and each first job of a kind still waits
     as it did, without fit errors. The session was then the same from the first action to the
     last, so each hidden job would have met what its first job met."""
-    if ssn.decisions:
+    if ssn.decisions or ssn.hidden_inexact:
         return False
     for uid, job in ssn.jobs.items():
         if job.changes != hidden.changes.get(uid):

@@ -88,7 +88,7 @@ class JobFacts:
     takes the copy back. Sound because every plugin registering these callbacks reads only the
     job's own tasks and fields fixed with its podgroup (``tests/property/test_job_facts.py``)."""
 
-    __slots__ = ("changes", "conf", "valid", "valid_message", "starving", "_pending", "_requesting", "kept")
+    __slots__ = ("changes", "conf", "valid", "valid_message", "starving", "_pending", "_requesting", "kept", "kind", "kind_generation")
 
     def __init__(self, ssn: "Session", job: JobInfo) -> None:
         self.changes, self.conf = job.changes, ssn.conf
@@ -99,6 +99,10 @@ class JobFacts:
         # anything else worked out from the job's tasks alone, kept as long as these facts, by
         # whoever works it out (session close: the gang message, the phase counts, the request)
         self.kept: dict[str, Any] = {}
+        # the job's kind of look-alike waiting job (``lahar.scheduler.lookalikes``), None when it is
+        # none, from that table's generation; -1 while not described
+        self.kind: Any = None
+        self.kind_generation = -1
 
     def pending(self, ssn: "Session", job: JobInfo) -> list[TaskInfo]:
         """The job's pending tasks in task order (as a heap of them pops them)."""
@@ -146,6 +150,11 @@ class Session:
     node_index: Any = None
     memo: dict[str, Any] = field(default_factory=dict)  # per-session caches of actions
     evictions: int = 0  # evictions and un-evictions so far: caches depending on victims read it
+    # look-alike waiting jobs left out of ``jobs`` before the plugins opened, counted per first
+    # job of each kind (``lahar.scheduler.lookalikes.group``), and whether counting them so lost
+    # exactness (the cycle then runs again in full)
+    hidden_counts: dict[str, int] = field(default_factory=dict)
+    hidden_inexact: bool = False
     _enabled_cache: dict[str, list] = field(default_factory=dict)
 
     def release(self) -> None:

@@ -16,7 +16,16 @@ from lahar.resources import Dim, Resource, exceeded_part, res_max
 from lahar.scheduler.api import JobInfo, QueueInfo, TaskInfo
 from lahar.scheduler.framework.session import EventHandler, PERMIT, REJECT, Session
 from lahar.scheduler.plugins.base import Plugin
-from lahar.scheduler.plugins.queueattr import QueueAttr, add_job, admits, capability_of, schedulable_states, update_share
+from lahar.scheduler.plugins.queueattr import (
+    QueueAttr,
+    add_job,
+    add_lookalikes,
+    admits,
+    capability_of,
+    exact_totals,
+    schedulable_states,
+    update_share,
+)
 
 
 class ProportionPlugin(Plugin):
@@ -32,11 +41,18 @@ class ProportionPlugin(Plugin):
         for queue in ssn.queues.values():
             if queue.queue.guarantee_list:
                 total_guarantee.add(Resource.from_list(queue.queue.guarantee_list))
+        counts = ssn.hidden_counts  # look-alikes set aside before the plugins opened, by first job
         for job in ssn.jobs.values():
             attr = self.attrs.get(job.queue)
             if attr is None:
                 attr = self.attrs[job.queue] = _new_attr(ssn.queues[job.queue], total, total_guarantee)
             add_job(attr, job)
+            if counts:
+                count = counts.get(job.uid)
+                if count:
+                    add_lookalikes(attr, job, count)
+        if counts and not all(exact_totals(attr) for attr in self.attrs.values()):
+            ssn.hidden_inexact = True
         _water_fill(list(self.attrs.values()), total)
         ssn.queue_attrs = self.attrs  # type: ignore[attr-defined]
         # Allocatable's answers per queue and task request, while the queue's allocation stands

@@ -15,10 +15,23 @@ from lahar.resources import MAX_FLOAT, MIN_RESOURCE, Dim, Resource, share
 from lahar.scheduler.api import JobInfo, TaskStatus
 from lahar.scheduler.framework.config import Arguments
 
-__all__ = ["QueueAttr", "add_inqueue", "add_job", "admits", "schedulable_states", "update_share"]
+__all__ = [
+    "QueueAttr",
+    "add_inqueue",
+    "add_job",
+    "add_lookalikes",
+    "admits",
+    "exact_totals",
+    "lookalikes_room",
+    "schedulable_states",
+    "update_share",
+]
 
 _INFINITE = float(Dim.INFINITY)  # a scalar that reads as unlimited (Volcano's -1), as a float
 _SUCCEEDED = TaskStatus.SUCCEEDED
+_PENDING = TaskStatus.PENDING
+# Sums of whole numbers below this are exact in floating point, in any order
+_EXACT = 2.0**53
 
 
 @dataclass
@@ -63,6 +76,52 @@ def add_job(attr: QueueAttr, job: JobInfo) -> None:
         _add_exceeded(attr.elastic, job.allocated, job.min_resources)
     else:
         _add_positive(attr.elastic, job.allocated)  # all it holds is elastic
+
+
+# Look-alike waiting jobs (``lahar.scheduler.lookalikes``) counted as one: an admitted job with
+# every task waiting and nothing held adds its pending requests to ``request`` and its
+# ``minResources`` to ``inqueue`` (``add_job`` adds nothing else for it), so ``count`` more jobs
+# alike add ``count`` times as much. The sum is the one ``add_job`` job by job would reach, in
+# any order, while every value added is a whole number and every total stays below 2**53: the
+# values a cycle adds come from quantities, rounded up to whole milli-units and bytes.
+
+
+def _lookalike_part(job: JobInfo) -> tuple[Resource, Resource]:
+    """What ``add_job`` adds to ``request`` and to ``inqueue`` for an admitted job whose tasks all wait."""
+    request = Resource()
+    for task in job.status_index.get(_PENDING, {}).values():
+        request.add(task.resreq)
+    reserved = Resource()
+    add_inqueue(reserved, job)
+    return request, reserved
+
+
+def lookalikes_room(job: JobInfo) -> int:
+    """How many look-alikes of ``job`` ``add_lookalikes`` may count at once exactly: 0 when a
+    value it adds is not a whole number."""
+    largest = 1.0
+    for part in _lookalike_part(job):
+        for _, value in part.dims():
+            if not float(value).is_integer() or value < 0:
+                return 0
+            largest = max(largest, float(value))
+    return int(_EXACT / 2 // largest)
+
+
+def add_lookalikes(attr: QueueAttr, job: JobInfo, count: int) -> None:
+    """Add ``count`` more jobs like ``job`` (admitted, every task waiting) to its queue, once."""
+    request, reserved = _lookalike_part(job)
+    attr.request.add(request.multi(count))
+    attr.inqueue.add(reserved.multi(count))
+
+
+def exact_totals(attr: QueueAttr) -> bool:
+    """Whether the queue's totals that ``add_lookalikes`` adds to stay where sums are exact."""
+    for total in (attr.request, attr.inqueue):
+        for _, value in total.dims():
+            if abs(value) >= _EXACT:
+                return False
+    return True
 
 
 # The helpers below add a job's part to a queue's total in place: what ``Resource.add`` of the
