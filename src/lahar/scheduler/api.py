@@ -544,6 +544,12 @@ class JobInfo:
         twin.conditions = [dict(c) for c in self.conditions] if self.conditions else []
         return twin
 
+    def set_condition(self, condition: dict[str, Any]) -> None:
+        """Put ``condition`` in place of the job's condition of its type (after its others)."""
+        kind = condition.get("type")
+        self.conditions = [c for c in self.conditions if c.get("type") != kind]
+        self.conditions.append(condition)
+
     def __repr__(self) -> str:
         return f"Job({self.uid}, queue={self.queue}, phase={self.phase}, min={self.min_available})"
 

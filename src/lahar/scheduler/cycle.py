@@ -192,9 +192,7 @@ def _hidden_outcome(ssn: Session, job: JobInfo, first_job: JobInfo, first: JobOu
         return None
     for condition in first_job.conditions:
         if condition.get("transitionID") == ssn.uid:
-            kind = condition.get("type")
-            job.conditions = [c for c in job.conditions if c.get("type") != kind]
-            job.conditions.append(dict(condition))
+            job.set_condition(dict(condition))
     job.phase = first.phase
     return JobOutcome(phase=first.phase, queue=job.queue, conditions=job.conditions, reason=reason, running=0, succeeded=0, failed=0)
 

@@ -9,11 +9,13 @@ and reservations are counted in every queue's accounting as before); the actions
 the first one only. Jobs whose kind an earlier cycle described are set aside sooner, by
 ``group`` before the plugins open: proportion then adds each kind's look-alikes at once, count
 times the first job's part (``queueattr.add_lookalikes``, exact while every value is a whole
-number and the totals stay below 2**53; past that ``settled`` says no). ``settled`` tells, once the actions are done, whether the shortcut held:
-nothing was decided, and each first job still waits with every task pending, without fit errors.
-The close then gives each hidden job its first job's reason (the ``deserved`` reason names the
-queue and the request, never the job), and runs everything else for it as for any job. When the
-shortcut did not hold the caller runs the cycle again the long way.
+number and the totals stay below 2**53; past that ``settled`` says no).
+
+``settled`` tells, once the actions are done, whether the shortcut held: nothing was decided,
+and each first job still waits with every task pending, without fit errors. The close then
+gives each hidden job its first job's phase, reason (the ``deserved`` reason names the queue and
+the request, never the job) and this session's conditions. When the shortcut did not hold the
+caller runs the cycle again the long way.
 
 Only the default plugins are known to read nothing of a job but its specs and tasks (``PLUGINS``):
 with any other plugin enabled nothing is hidden.
@@ -101,7 +103,7 @@ def group(ssn: Session) -> Hidden | None:
     (kept with its facts) behind the first job of that kind, and count them per first job in
     ``ssn.hidden_counts``, so that proportion adds their requests once (``add_lookalikes``)
     instead of job by job. None when nothing was set aside."""
-    if any(option.name not in PLUGINS for tier in ssn.conf.tiers for option in tier.plugins):
+    if not _plugins_known(ssn):
         return None
     groups: dict[Kind, _Group] = {}
     first_of: dict[str, str] = {}
@@ -126,9 +128,9 @@ def group(ssn: Session) -> Hidden | None:
 
 
 def hide(ssn: Session, grouped: Hidden | None = None) -> Hidden | None:
-    """After the plugins open: keep one waiting job of each kind in ``ssn.jobs``, those ``group``
-    set others aside for included; None when nothing is set aside."""
-    if grouped is None and any(name not in PLUGINS for name in ssn.plugins):
+    """After the plugins open: keep one waiting job of each kind in ``ssn.jobs`` (the jobs that
+    ``group`` set others aside behind stay); None when nothing is set aside."""
+    if grouped is None and not _plugins_known(ssn):
         return None
     first: dict[Kind, str] = {}
     first_of: dict[str, str] = dict(grouped.first_of) if grouped is not None else {}
@@ -151,6 +153,11 @@ def hide(ssn: Session, grouped: Hidden | None = None) -> Hidden | None:
     hidden.changes = changes
     ssn.jobs = shown
     return hidden
+
+
+def _plugins_known(ssn: Session) -> bool:
+    """Whether every plugin of the session's configuration is one of ``PLUGINS``."""
+    return all(option.name in PLUGINS for tier in ssn.conf.tiers for option in tier.plugins)
 
 
 def _kind(ssn: Session, job: JobInfo, known_only: bool = False) -> Kind | None:

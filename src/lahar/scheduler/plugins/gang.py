@@ -89,10 +89,7 @@ def _not_ready_first(left: JobInfo, right: JobInfo) -> int:
 
 
 def _set_condition(ssn: Session, job: JobInfo, kind: str, reason: str, message: str) -> None:
-    job.conditions = [c for c in job.conditions if c.get("type") != kind]
-    job.conditions.append(
-        {"type": kind, "status": "True", "transitionID": ssn.uid, "reason": reason, "message": message}
-    )
+    job.set_condition({"type": kind, "status": "True", "transitionID": ssn.uid, "reason": reason, "message": message})
 
 
 def _unschedulable_head(job: JobInfo) -> str:
