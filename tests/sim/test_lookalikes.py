@@ -93,6 +93,35 @@ def test_the_replay_takes_both_ways_hidden_and_again_in_full(monkeypatch):
     assert taken["grouped"] > 500, taken  # most of them set aside before the plugins opened
 
 
+def test_the_cycle_after_one_that_decided_hides_lookalikes_too(monkeypatch):
+    """A cycle that follows a decision with no task ended since hides its look-alikes as a quiet
+    cycle does (in a deep backlog it mostly decides nothing: the tasks just bound start running
+    and the queue stays at its share); where such cycles keep deciding, as in this small
+    cluster, the tries that have to run again back the next ones off."""
+    tries: list[tuple[bool, bool, int]] = []  # (the cycle before decided, this one hid, ran again)
+    last: list = [None]
+
+    def observe(s, record):
+        result = record.result
+        if last[0] is not None and not record.completed:
+            tries.append((bool(last[0].decisions), result.lookalikes_hidden > 0, result.lookalikes_ran_again))
+        last[0] = result
+
+    with monkeypatch.context() as patch:
+        original = Simulation.__init__
+
+        def with_observer(self, *args, **kwargs):
+            original(self, *args, **kwargs)
+            self.observers.append(observe)
+
+        patch.setattr(Simulation, "__init__", with_observer)
+        _replay("3 x cpu=64,memory=512Gi,gpu=8", True, monkeypatch)
+    after_decision = [(hid, again) for decided, hid, again in tries if decided]
+    hid = sum(1 for h, _ in after_decision if h)
+    again = sum(1 for _, a in after_decision if a)
+    assert hid > 0 and again < len(after_decision) // 10, (hid, again, len(after_decision))
+
+
 def _backlog(extra: list | None = None, held: int = 8) -> ClusterState:
     """One 8-GPU node where queue a's running job holds ``held`` GPUs; queue a waits with three
     1-GPU jobs alike."""
