@@ -59,6 +59,7 @@ def checked(monkeypatch):
     def snapshot(self):
         before = dict(self.handed)
         jobs, nodes, node_list, queues = original(self)
+        assert list(jobs) == sorted(uid for uid, job in self.jobs.items() if job.queue in self.queues)  # job order
         for uid, twin in jobs.items():
             counts["copies"] += 1
             kept = before.get(uid)
@@ -145,3 +146,22 @@ def test_a_clone_has_every_field_of_its_job():
     twin = job.clone()
     assert sorted(vars(twin)) == sorted(vars(job))
     assert [k for k, v in vars(job).items() if k not in OWNED and vars(twin)[k] is not v and vars(twin)[k] != v] == []
+
+
+def test_a_snapshot_lists_jobs_in_key_order_as_they_come_and_go():
+    """The snapshot's job order is the keys' order whatever order the jobs came in, went and
+    came back in (the sorted keys are kept between snapshots, not sorted again)."""
+    state = ClusterState.from_objects([queue("work").weight(1).build(), node("n1", cpu=4, memory="8Gi", pods=10)])
+    names = ["m", "c", "x", "a", "k"]
+    for name in names:
+        state.upsert(podgroup(name).queue("work").min_member(1).build())
+        assert list(state.snapshot()[0]) == sorted(f"default/{n}" for n in names[: names.index(name) + 1])
+    gone = podgroup("c").queue("work").build()
+    state.remove(gone)
+    state.forget_job("default/x")
+    state.upsert(podgroup("b").queue("work").min_member(1).build())
+    state.upsert(podgroup("z").queue("work").min_member(1).build())
+    state.upsert(podgroup("m").queue("work").min_member(2).build())  # replaced: still once
+    assert list(state.snapshot()[0]) == ["default/a", "default/b", "default/k", "default/m", "default/z"]  # as many as before
+    state.upsert(gone)
+    assert list(state.snapshot()[0]) == ["default/a", "default/b", "default/c", "default/k", "default/m", "default/z"]

@@ -8,6 +8,7 @@ phase, node and deletion mark. ``snapshot()`` gives a session its own copies.
 
 from __future__ import annotations
 
+from bisect import bisect_left, insort
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Iterable
@@ -150,6 +151,8 @@ class ClusterState:
     orphans: dict[str, Pod] = field(default_factory=dict)
     # the last snapshot's job copies: uid -> (job, its changes, copy, the copy's changes)
     handed: dict[str, tuple[JobInfo, int, JobInfo, int]] = field(default_factory=dict, repr=False, compare=False)
+    # the keys of ``jobs`` in order, kept as jobs come and go (None: sort them at the next snapshot)
+    job_keys: list[str] | None = field(default=None, repr=False, compare=False)
 
     @classmethod
     def from_objects(cls, objects: Iterable[ApiObject]) -> "ClusterState":
@@ -182,7 +185,7 @@ class ClusterState:
             self._remove_task(obj.key)
             self.orphans.pop(obj.key, None)
         elif isinstance(obj, PodGroup):
-            job = self.jobs.pop(obj.key, None)
+            job = self._pop_job(obj.key)
             for task in list(job.tasks.values()) if job else []:
                 self._remove_task(task.key)
                 if task.pod is not None:
@@ -196,9 +199,23 @@ class ClusterState:
 
     def forget_job(self, key: str) -> None:
         """Drop a finished job and its tasks (its pods are not kept as orphans)."""
-        job = self.jobs.pop(key, None)
+        job = self._pop_job(key)
         for task in list(job.tasks.values()) if job else []:
             self._remove_task(task.key)
+
+    def _pop_job(self, key: str) -> JobInfo | None:
+        job = self.jobs.pop(key, None)
+        keys = self._kept_keys()
+        if job is not None and keys is not None:
+            at = bisect_left(keys, key)
+            if at < len(keys) and keys[at] == key:
+                del keys[at]
+        return job
+
+    def _kept_keys(self) -> list[str] | None:
+        # read so that a state pickled before the field existed loads (it sorts again)
+        keys: list[str] | None = getattr(self, "job_keys", None)
+        return keys
 
     def _upsert_pod(self, pod: Pod) -> None:
         self._remove_task(pod.key)
@@ -233,6 +250,9 @@ class ClusterState:
             for task in old.tasks.values():
                 fresh.add_task(task)
         self.jobs[group.key] = fresh
+        keys = self._kept_keys()
+        if old is None and keys is not None:
+            insort(keys, group.key)
         waiting = [p for p in self.orphans.values() if p.metadata.namespace == group.metadata.namespace and p.group_name == group.name]
         for pod in waiting:
             self._upsert_pod(pod)
@@ -256,7 +276,10 @@ class ClusterState:
         handed: dict[str, tuple[JobInfo, int, JobInfo, int]] = {}
         queues = self.queues
         every = self.jobs
-        for uid in sorted(every):  # the keys alone: strings sort many times faster than (key, job) pairs
+        keys = self._kept_keys()
+        if keys is None or len(keys) != len(every):  # the same length: the same keys (kept as jobs come and go)
+            keys = self.job_keys = sorted(every)  # the keys alone: strings sort many times faster than (key, job) pairs
+        for uid in keys:
             job = every[uid]
             if job.queue in queues:
                 twin = jobs[uid] = self._session_copy(uid, job)
