@@ -186,13 +186,18 @@ def _hidden_outcome(ssn: Session, job: JobInfo, first_job: JobInfo, first: JobOu
     running, nothing else), the conditions the plugins wrote this session for its first job
     (gang's: the same task counts and no fit error give the same message) beside its own of
     other types, no pod running, ended or failed (every task waits), and the first job's
-    reason with its own uid; None when that reason may name the job."""
+    reason with its own uid; None when that reason may name the job. The condition objects are
+    its first job's own (no one changes a condition in place: a new one replaces it)."""
     reason = reason_for(job.uid, first.reason)
     if reason is None:
         return None
-    for condition in first_job.conditions:
-        if condition.get("transitionID") == ssn.uid:
-            job.set_condition(dict(condition))
+    uid = ssn.uid
+    if not job.conditions:  # the usual case: a copy starts with its cache job's, and those have none
+        job.conditions = [condition for condition in first_job.conditions if condition.get("transitionID") == uid]
+    else:
+        for condition in first_job.conditions:
+            if condition.get("transitionID") == uid:
+                job.set_condition(condition)
     job.phase = first.phase
     return JobOutcome(phase=first.phase, queue=job.queue, conditions=job.conditions, reason=reason, running=0, succeeded=0, failed=0)
 
