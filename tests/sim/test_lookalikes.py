@@ -13,7 +13,7 @@ from lahar.scheduler import cycle, lookalikes
 from lahar.scheduler.plugins import queueattr
 from lahar.model.workload import Pod, PodGroup
 from lahar.scheduler.cache import ClusterState
-from lahar.scheduler.cycle import open_session, run_cycle
+from lahar.scheduler.cycle import JobOutcome, open_session, run_cycle
 from lahar.scheduler.framework.config import default_config_text, load_config
 from lahar.sim.compare import Clock, replay_position, run_replay
 from lahar.sim.engine import Simulation
@@ -178,6 +178,42 @@ def test_a_hidden_job_gets_its_first_jobs_reason_only_when_it_names_no_job():
     assert lookalikes.reason_for("default/w2", deserved) == {**deserved, "job": "default/w2"}
     assert lookalikes.reason_for("default/w2", {"queue": "a", "job": "default/w1", "kind": "no-node-fits", "message": "w1-0: ..."}) is None
     assert lookalikes.reason_for("default/w2", None) is None
+
+
+def _statuses(result) -> dict:
+    return {uid: (o.phase, o.reason, repr(o.conditions)) for uid, o in result.jobs.items()}
+
+
+def test_a_hidden_job_keeps_its_last_reason_while_its_first_jobs_reads_the_same():
+    """A hidden job whose last reason was made from a first job's reading as this cycle's (but
+    for the job) keeps that very reason object: nothing copied, compared at once; the outcomes
+    are those of a cycle that looks at every job."""
+    conf = load_config(default_config_text())
+    state = _backlog()
+    first = run_cycle(state, conf, 0.0, uid="cycle-1", lookalikes=True)
+    second = run_cycle(state, conf, 1.0, uid="cycle-2", previous=first.jobs, lookalikes=True)
+    full = run_cycle(state, conf, 1.0, uid="cycle-2", previous=first.jobs, lookalikes=False)
+    assert second.lookalikes_hidden == 2 and first.jobs["default/w2"].reason["kind"] == "deserved"
+    for uid in ("default/w2", "default/w3"):
+        assert second.jobs[uid].reason is first.jobs[uid].reason
+        assert second.jobs[uid].reason["job"] == uid
+    assert _statuses(second) == _statuses(full) and second.changed == full.changed == []
+
+
+def test_a_hidden_job_whose_last_reason_read_otherwise_gets_a_new_one():
+    conf = load_config(default_config_text())
+    state = _backlog()
+    first = run_cycle(state, conf, 0.0, uid="cycle-1", lookalikes=True)
+    stale = dict(first.jobs)
+    old = stale["default/w2"]
+    template = {**old.reason, "job": "default/w1", "message": "an older message"}
+    stale["default/w2"] = JobOutcome(old.phase, old.queue, old.conditions, {**template, "job": "default/w2"}, shared_reason=template)
+    second = run_cycle(state, conf, 1.0, uid="cycle-2", previous=stale, lookalikes=True)
+    full = run_cycle(state, conf, 1.0, uid="cycle-2", previous=stale, lookalikes=False)
+    assert second.lookalikes_hidden == 2
+    assert second.jobs["default/w2"].reason is not stale["default/w2"].reason
+    assert second.jobs["default/w3"].reason is first.jobs["default/w3"].reason
+    assert _statuses(second) == _statuses(full) and second.changed == full.changed == ["default/w2"]
 
 
 def test_kinds_taken_in_before_the_table_was_emptied_are_looked_up_again(monkeypatch):

@@ -11,7 +11,7 @@ from __future__ import annotations
 import gc
 import math
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from lahar.resources import Resource
@@ -43,6 +43,9 @@ class JobOutcome:
     running: int
     succeeded: int
     failed: int
+    # a hidden look-alike's: the first job's reason its own was made from (the same but for the
+    # job); the next cycle keeps its reason object while the first job's reads the same
+    shared_reason: dict[str, Any] | None = field(default=None, compare=False, repr=False)
 
     def __init__(
         self,
@@ -53,11 +56,13 @@ class JobOutcome:
         running: int = 0,
         succeeded: int = 0,
         failed: int = 0,
+        shared_reason: dict[str, Any] | None = None,
     ) -> None:
         self.phase, self.queue = phase, queue
         self.conditions = conditions if conditions is not None else []
         self.reason = reason
         self.running, self.succeeded, self.failed = running, succeeded, failed
+        self.shared_reason = shared_reason
 
     def same_status(self, other: "JobOutcome") -> bool:
         """Whether ``other`` says the same of the job to whoever writes statuses: phase, queue,
@@ -69,7 +74,7 @@ class JobOutcome:
             and self.succeeded == other.succeeded
             and self.failed == other.failed
             and self.queue == other.queue
-            and self.reason == other.reason
+            and (self.reason is other.reason or self.reason == other.reason)
         )
 
 
@@ -143,17 +148,18 @@ def _close(ssn: Session, previous: dict[str, JobOutcome] | None, hidden: Hidden 
         ssn.jobs = hidden.every
     outcomes: dict[str, JobOutcome] = {}
     changed: list[str] = []
+    alike: dict[int, tuple[dict[str, Any], bool]] = {}  # for reason_for: id(earlier first reason) -> (first reason, alike)
     for job in ssn.jobs.values():
         first = hidden.first_of.get(job.uid) if hidden is not None else None
+        before = previous.get(job.uid) if previous is not None else None
         if first is None:
             outcome = outcomes[job.uid] = _outcome(ssn, job)
         else:
-            found = _hidden_outcome(ssn, job, ssn.jobs[first], outcomes[first])
+            found = _hidden_outcome(ssn, job, ssn.jobs[first], outcomes[first], before, alike)
             if found is None:
                 ssn.release()
                 return None
             outcome = outcomes[job.uid] = found
-        before = previous.get(job.uid) if previous is not None else None
         if before is None or not outcome.same_status(before):
             changed.append(job.uid)
     result = CycleResult(ssn.decisions, outcomes, queue_allocations(ssn), ssn, valid_until(ssn), changed, previous)
@@ -180,15 +186,21 @@ def _outcome(ssn: Session, job: JobInfo) -> JobOutcome:
     )
 
 
-def _hidden_outcome(ssn: Session, job: JobInfo, first_job: JobInfo, first: JobOutcome) -> JobOutcome | None:
+def _hidden_outcome(
+    ssn: Session, job: JobInfo, first_job: JobInfo, first: JobOutcome, before: JobOutcome | None, alike: dict[int, tuple[dict[str, Any], bool]]
+) -> JobOutcome | None:
     """The outcome of a look-alike hidden from the actions, from its first job's: the same
     phase (``podgroup_phase`` reads the same phase, counts, minMember and, with no task
     running, nothing else), the conditions the plugins wrote this session for its first job
     (gang's: the same task counts and no fit error give the same message) beside its own of
     other types, no pod running, ended or failed (every task waits), and the first job's
-    reason with its own uid; None when that reason may name the job. The condition objects are
-    its first job's own (no one changes a condition in place: a new one replaces it)."""
-    reason = reason_for(job.uid, first.reason)
+    reason with its own uid (``before``'s, the job's last outcome, when that reads the same:
+    ``reason_for``); None when that reason may name the job. The condition objects are its
+    first job's own (no one changes a condition or a reason in place: a new one replaces it)."""
+    if before is not None and before.shared_reason is not None:
+        reason = reason_for(job.uid, first.reason, before.reason, before.shared_reason, alike)
+    else:
+        reason = reason_for(job.uid, first.reason)
     if reason is None:
         return None
     uid = ssn.uid
@@ -199,7 +211,7 @@ def _hidden_outcome(ssn: Session, job: JobInfo, first_job: JobInfo, first: JobOu
             if condition.get("transitionID") == uid:
                 job.set_condition(condition)
     job.phase = first.phase
-    return JobOutcome(phase=first.phase, queue=job.queue, conditions=job.conditions, reason=reason, running=0, succeeded=0, failed=0)
+    return JobOutcome(first.phase, job.queue, job.conditions, reason, 0, 0, 0, first.reason)
 
 
 def run_cycle(

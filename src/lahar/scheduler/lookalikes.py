@@ -238,10 +238,36 @@ def settled(ssn: Session, hidden: Hidden) -> bool:
     return True
 
 
-def reason_for(uid: str, first: dict[str, Any] | None) -> dict[str, Any] | None:
-    """A hidden job's reason: its first job's, when that names no job; None when it may."""
+def reason_for(
+    uid: str,
+    first: dict[str, Any] | None,
+    last: dict[str, Any] | None = None,
+    made_from: dict[str, Any] | None = None,
+    alike: dict[int, tuple[dict[str, Any], bool]] | None = None,
+) -> dict[str, Any] | None:
+    """A hidden job's reason: its first job's, when that names no job; None when it may.
+
+    ``last``: the job's reason of the last cycle, a copy of ``made_from`` (a first job's reason
+    then) but for the job. When ``made_from`` reads as ``first`` but for the job, ``last`` is the
+    reason itself: no copy, and the comparison with the last outcome holds at once. ``alike``
+    keeps that answer per ``made_from`` for the cycle (every look-alike of a kind asks the same)."""
     if first is None or first.get("kind") not in REASONS:
         return None
+    if last is not None and made_from is not None and alike is not None:
+        known = alike.get(id(made_from))
+        if known is None or known[0] is not first:
+            known = alike[id(made_from)] = (first, _alike_but_the_job(made_from, first))
+        if known[1]:
+            return last
     reason = dict(first)
     reason["job"] = uid
     return reason
+
+
+def _alike_but_the_job(one: dict[str, Any], other: dict[str, Any]) -> bool:
+    if len(one) != len(other):
+        return False
+    for key, value in one.items():
+        if key != "job" and (key not in other or other[key] != value):
+            return False
+    return True
