@@ -21,7 +21,7 @@ from lahar.scheduler.cache import ClusterState
 from lahar.scheduler.columnar import NodeIndex
 from lahar.scheduler.framework.config import SchedulerConf
 from lahar.scheduler.framework.session import Decision, Session
-from lahar.scheduler.lookalikes import Hidden, group, hide, reason_for, settled
+from lahar.scheduler.lookalikes import Hidden, HiddenReasons, group, hide, settled
 from lahar.scheduler.plugins import PLUGINS
 from lahar.scheduler.reasons import explain
 
@@ -148,14 +148,14 @@ def _close(ssn: Session, previous: dict[str, JobOutcome] | None, hidden: Hidden 
         ssn.jobs = hidden.every
     outcomes: dict[str, JobOutcome] = {}
     changed: list[str] = []
-    alike: dict[int, tuple[dict[str, Any], bool]] = {}  # for reason_for: id(earlier first reason) -> (first reason, alike)
+    reasons = HiddenReasons()
     for job in ssn.jobs.values():
         first = hidden.first_of.get(job.uid) if hidden is not None else None
         before = previous.get(job.uid) if previous is not None else None
         if first is None:
             outcome = outcomes[job.uid] = _outcome(ssn, job)
         else:
-            found = _hidden_outcome(ssn, job, ssn.jobs[first], outcomes[first], before, alike)
+            found = _hidden_outcome(ssn, job, ssn.jobs[first], outcomes[first], before, reasons)
             if found is None:
                 ssn.release()
                 return None
@@ -187,7 +187,7 @@ def _outcome(ssn: Session, job: JobInfo) -> JobOutcome:
 
 
 def _hidden_outcome(
-    ssn: Session, job: JobInfo, first_job: JobInfo, first: JobOutcome, before: JobOutcome | None, alike: dict[int, tuple[dict[str, Any], bool]]
+    ssn: Session, job: JobInfo, first_job: JobInfo, first: JobOutcome, before: JobOutcome | None, reasons: HiddenReasons
 ) -> JobOutcome | None:
     """The outcome of a look-alike hidden from the actions, from its first job's: the same
     phase (``podgroup_phase`` reads the same phase, counts, minMember and, with no task
@@ -195,12 +195,12 @@ def _hidden_outcome(
     (gang's: the same task counts and no fit error give the same message) beside its own of
     other types, no pod running, ended or failed (every task waits), and the first job's
     reason with its own uid (``before``'s, the job's last outcome, when that reads the same:
-    ``reason_for``); None when that reason may name the job. The condition objects are its
+    ``HiddenReasons``); None when that reason may name the job. The condition objects are its
     first job's own (no one changes a condition or a reason in place: a new one replaces it)."""
-    if before is not None and before.shared_reason is not None:
-        reason = reason_for(job.uid, first.reason, before.reason, before.shared_reason, alike)
+    if before is not None:
+        reason = reasons.of(job.uid, first.reason, before.reason, before.shared_reason)
     else:
-        reason = reason_for(job.uid, first.reason)
+        reason = reasons.of(job.uid, first.reason, None, None)
     if reason is None:
         return None
     uid = ssn.uid

@@ -238,30 +238,39 @@ def settled(ssn: Session, hidden: Hidden) -> bool:
     return True
 
 
-def reason_for(
-    uid: str,
-    first: dict[str, Any] | None,
-    last: dict[str, Any] | None = None,
-    made_from: dict[str, Any] | None = None,
-    alike: dict[int, tuple[dict[str, Any], bool]] | None = None,
-) -> dict[str, Any] | None:
-    """A hidden job's reason: its first job's, when that names no job; None when it may.
-
-    ``last``: the job's reason of the last cycle, a copy of ``made_from`` (a first job's reason
-    then) but for the job. When ``made_from`` reads as ``first`` but for the job, ``last`` is the
-    reason itself: no copy, and the comparison with the last outcome holds at once. ``alike``
-    keeps that answer per ``made_from`` for the cycle (every look-alike of a kind asks the same)."""
+def reason_for(uid: str, first: dict[str, Any] | None) -> dict[str, Any] | None:
+    """A hidden job's reason: its first job's, when that names no job; None when it may."""
     if first is None or first.get("kind") not in REASONS:
         return None
-    if last is not None and made_from is not None and alike is not None:
-        known = alike.get(id(made_from))
-        if known is None or known[0] is not first:
-            known = alike[id(made_from)] = (first, _alike_but_the_job(made_from, first))
-        if known[1]:
-            return last
     reason = dict(first)
     reason["job"] = uid
     return reason
+
+
+class HiddenReasons:
+    """The reasons of one close's hidden look-alikes: ``reason_for`` each, but a job whose last
+    reason was a copy of a first job's reason then (``made_from``) that reads as its first
+    job's now but for the job keeps that reason object (no copy; its status compares at once).
+    Whether two first reasons read alike is worked out once per pair: every look-alike of a
+    kind asks the same, most of them one after the other."""
+
+    def __init__(self) -> None:
+        self.alike: dict[int, tuple[dict[str, Any], bool]] = {}  # id(made_from) -> (first, alike)
+        self.made_from: dict[str, Any] | None = None  # the last pair found alike
+        self.first: dict[str, Any] | None = None
+
+    def of(self, uid: str, first: dict[str, Any] | None, last: dict[str, Any] | None, made_from: dict[str, Any] | None) -> dict[str, Any] | None:
+        if made_from is not None and made_from is self.made_from and first is self.first:
+            return last
+        if last is None or made_from is None or first is None or first.get("kind") not in REASONS:
+            return reason_for(uid, first)
+        known = self.alike.get(id(made_from))
+        if known is None or known[0] is not first:
+            known = self.alike[id(made_from)] = (first, _alike_but_the_job(made_from, first))
+        if not known[1]:
+            return reason_for(uid, first)
+        self.made_from, self.first = made_from, first
+        return last
 
 
 def _alike_but_the_job(one: dict[str, Any], other: dict[str, Any]) -> bool:
