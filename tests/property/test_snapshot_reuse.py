@@ -1,5 +1,5 @@
 """A snapshot takes back the last snapshot's copy of a job that changed on neither side
-(``ClusterState.handed``): every such copy must be what a fresh ``clone()`` would have given,
+(``JobInfo.twin``): every such copy must be what a fresh ``clone()`` would have given,
 field for field and in the same order, in runs that bind, pipeline, evict and discard."""
 
 from __future__ import annotations
@@ -57,13 +57,13 @@ def checked(monkeypatch):
     original = ClusterState.snapshot
 
     def snapshot(self):
-        before = dict(self.handed)
+        before = {uid: job.twin for uid, job in self.jobs.items()}
         jobs, nodes, node_list, queues = original(self)
         assert list(jobs) == sorted(uid for uid, job in self.jobs.items() if job.queue in self.queues)  # job order
         for uid, twin in jobs.items():
             counts["copies"] += 1
             kept = before.get(uid)
-            if kept is not None and kept[2] is twin:
+            if kept is not None and kept is twin:
                 counts["reused"] += 1
                 fresh = self.jobs[uid].clone()
                 assert _fingerprint(twin) == _fingerprint(fresh), uid
@@ -165,3 +165,4 @@ def test_a_snapshot_lists_jobs_in_key_order_as_they_come_and_go():
     assert list(state.snapshot()[0]) == ["default/a", "default/b", "default/k", "default/m", "default/z"]  # as many as before
     state.upsert(gone)
     assert list(state.snapshot()[0]) == ["default/a", "default/b", "default/c", "default/k", "default/m", "default/z"]
+

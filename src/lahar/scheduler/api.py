@@ -280,6 +280,11 @@ class JobInfo:
 
     # also a class default: a job pickled before there were facts reads None (bench/checkpoint.py)
     facts: "JobFacts | None" = None
+    # a cache job's copy in the last snapshot that took it, with the ``changes`` of both then
+    # (``ClusterState.snapshot`` takes the copy back while neither changed); class defaults too
+    twin: "JobInfo | None" = None
+    changes_handed: int = -1
+    twin_changes_handed: int = -1
 
     def __init__(
         self,

@@ -9,9 +9,9 @@ phase, node and deletion mark. ``snapshot()`` gives a session its own copies.
 from __future__ import annotations
 
 from bisect import bisect_left, insort
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from datetime import datetime, timezone
-from typing import Iterable
+from typing import Any, Iterable
 
 from lahar.duration import DurationError, parse_duration
 from lahar.model.base import LAHAR_DURATION, PREEMPTABLE, ApiObject
@@ -25,6 +25,7 @@ from lahar.scheduler.api import JobInfo, NodeInfo, QueueInfo, TaskInfo, TaskStat
 __all__ = ["ClusterState", "task_from_pod", "job_from_podgroup", "node_from_object", "parse_time", "format_time"]
 
 _CRITICAL_CLASSES = ("system-cluster-critical", "system-node-critical")
+_DROPPED_FIELDS = ("handed",)
 
 
 def format_time(seconds: float) -> str:
@@ -149,10 +150,20 @@ class ClusterState:
     priority_classes: dict[str, PriorityClass] = field(default_factory=dict)
     tasks: dict[str, TaskInfo] = field(default_factory=dict)
     orphans: dict[str, Pod] = field(default_factory=dict)
-    # the last snapshot's job copies: uid -> (job, its changes, copy, the copy's changes)
-    handed: dict[str, tuple[JobInfo, int, JobInfo, int]] = field(default_factory=dict, repr=False, compare=False)
     # the keys of ``jobs`` in order, kept as jobs come and go (None: sort them at the next snapshot)
     job_keys: list[str] | None = field(default=None, repr=False, compare=False)
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {name: getattr(self, name) for name in _FIELDS}
+
+    def __setstate__(self, state: Any) -> None:
+        """Also a state pickled by an older version (bench/checkpoint.py): fields since dropped
+        (``handed``, the copies now kept by each job) are left out."""
+        if isinstance(state, tuple):
+            state = state[1] if state[0] is None else {**state[0], **(state[1] or {})}
+        for name, value in state.items():
+            if name not in _DROPPED_FIELDS:
+                setattr(self, name, value)
 
     @classmethod
     def from_objects(cls, objects: Iterable[ApiObject]) -> "ClusterState":
@@ -269,11 +280,11 @@ class ClusterState:
     def snapshot(self) -> tuple[dict[str, JobInfo], dict[str, NodeInfo], list[NodeInfo], dict[str, QueueInfo]]:
         """Session copies: jobs of existing queues, Ready nodes holding the copied tasks.
 
-        A job copy is the session's own until the next snapshot, which takes it back when
+        A job copy is the session's own until a later snapshot, which takes it back when
         neither the job here nor the copy changed a task since (no deep copy of what did not
-        change; ``JobInfo.refresh`` makes it equal to a fresh clone)."""
+        change; ``JobInfo.refresh`` makes it equal to a fresh clone). The job keeps its copy
+        (``JobInfo.twin``); a job replaced here is a new object, without one."""
         jobs: dict[str, JobInfo] = {}
-        handed: dict[str, tuple[JobInfo, int, JobInfo, int]] = {}
         queues = self.queues
         every = self.jobs
         keys = self._kept_keys()
@@ -282,9 +293,7 @@ class ClusterState:
         for uid in keys:
             job = every[uid]
             if job.queue in queues:
-                twin = jobs[uid] = self._session_copy(uid, job)
-                handed[uid] = (job, job.changes, twin, twin.changes)
-        self.handed = handed
+                jobs[uid] = _session_copy(job)
         # the copies of the tasks on nodes: a waiting task (Pending) has no node, and most jobs
         # of a backlog have only those
         by_uid: dict[str, TaskInfo] = {}
@@ -300,14 +309,21 @@ class ClusterState:
                 nodes[name] = node.clone_with(by_uid)
         return jobs, nodes, list(nodes.values()), dict(self.queues)
 
-    def _session_copy(self, uid: str, job: JobInfo) -> JobInfo:
-        kept = self.handed.get(uid)
-        if kept is not None:
-            original, changes, twin, twin_changes = kept
-            if original is job and job.changes == changes and twin.changes == twin_changes:
-                return job.refresh(twin)
-        return job.clone()
 
 
+def _session_copy(job: JobInfo) -> JobInfo:
+    """The job's copy taken back (``JobInfo.refresh``) when neither side changed since it was
+    handed, else a new clone; the job keeps it with both sides' ``changes``."""
+    twin = job.twin
+    changes = job.changes
+    if twin is not None and changes == job.changes_handed and twin.changes == job.twin_changes_handed:
+        twin = job.refresh(twin)
+    else:
+        twin = job.clone()
+    job.twin, job.changes_handed, job.twin_changes_handed = twin, changes, twin.changes
+    return twin
+
+
+_FIELDS = tuple(f.name for f in fields(ClusterState))
 _TERMINAL = (TaskStatus.SUCCEEDED, TaskStatus.FAILED)
 _PENDING = TaskStatus.PENDING

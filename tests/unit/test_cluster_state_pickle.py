@@ -1,0 +1,35 @@
+"""A cluster state pickles and loads whole (``bench/checkpoint.py`` saves replays so), also
+one pickled by an older version, in plain Python and compiled."""
+
+from __future__ import annotations
+
+import dataclasses
+import pickle
+
+from lahar.scheduler.cache import ClusterState
+from tests.builders import node, pod, podgroup, queue
+
+
+def _state() -> ClusterState:
+    return ClusterState.from_objects([queue("q").build(), node("n1", cpu=4), podgroup("g").queue("q").min_member(1).build(), pod("g-0").group("g").requests(cpu=1).build()])
+
+
+def test_a_state_pickles_with_its_jobs_order_and_copies():
+    state = _state()
+    state.snapshot()
+    loaded = pickle.loads(pickle.dumps(state))
+    assert loaded.jobs.keys() == state.jobs.keys() and loaded.job_keys == ["default/g"]
+    assert loaded.jobs["default/g"].twin is not None  # the copy the next snapshot takes back
+    assert list(loaded.snapshot()[0]) == ["default/g"]
+
+
+def test_a_state_pickled_when_it_kept_the_copies_itself_loads():
+    """States pickled by an older version (``bench/checkpoint.py`` files) held the last
+    snapshot's copies in a ``handed`` field; such a state loads and snapshots (copies anew)."""
+    state = _state()
+    fields = {f.name: getattr(state, f.name) for f in dataclasses.fields(ClusterState)}
+    older = ClusterState.__new__(ClusterState)
+    older.__setstate__({**fields, "handed": {"default/g": (None, 0, None, 0)}})
+    jobs = older.snapshot()[0]
+    assert list(jobs) == ["default/g"] and jobs["default/g"] is not state.jobs["default/g"]
+    assert pickle.loads(pickle.dumps(older)).jobs.keys() == state.jobs.keys()
