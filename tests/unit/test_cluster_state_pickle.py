@@ -25,11 +25,14 @@ def test_a_state_pickles_with_its_jobs_order_and_copies():
 
 def test_a_state_pickled_when_it_kept_the_copies_itself_loads():
     """States pickled by an older version (``bench/checkpoint.py`` files) held the last
-    snapshot's copies in a ``handed`` field; such a state loads and snapshots (copies anew)."""
+    snapshot's copies in a ``handed`` field and had no ``job_keys``; such a state loads, pickles
+    again and snapshots (copies anew, sorts the keys)."""
     state = _state()
-    fields = {f.name: getattr(state, f.name) for f in dataclasses.fields(ClusterState)}
+    fields = {f.name: getattr(state, f.name) for f in dataclasses.fields(ClusterState) if f.name != "job_keys"}
     older = ClusterState.__new__(ClusterState)
-    older.__setstate__({**fields, "handed": {"default/g": (None, 0, None, 0)}})
-    jobs = older.snapshot()[0]
-    assert list(jobs) == ["default/g"] and jobs["default/g"] is not state.jobs["default/g"]
-    assert pickle.loads(pickle.dumps(older)).jobs.keys() == state.jobs.keys()
+    older.__setstate__({**fields, "handed": {"default/g": (None, 0, None, 0)}})  # and no job_keys yet
+    assert older.job_keys is None
+    again = pickle.loads(pickle.dumps(older))  # pickled again before any snapshot
+    for loaded in (older, again):
+        jobs = loaded.snapshot()[0]
+        assert list(jobs) == ["default/g"] and jobs["default/g"].tasks.keys() == state.jobs["default/g"].tasks.keys()

@@ -158,12 +158,17 @@ class ClusterState:
 
     def __setstate__(self, state: Any) -> None:
         """Also a state pickled by an older version (bench/checkpoint.py): fields since dropped
-        (``handed``, the copies now kept by each job) are left out."""
+        (``handed``, the copies now kept by each job) are left out, fields it did not have yet
+        take their defaults."""
         if isinstance(state, tuple):
             state = state[1] if state[0] is None else {**state[0], **(state[1] or {})}
         for name, value in state.items():
             if name not in _DROPPED_FIELDS:
                 setattr(self, name, value)
+        for known in fields(ClusterState):
+            if known.name not in state:
+                factory = known.default_factory
+                setattr(self, known.name, factory() if callable(factory) else known.default)
 
     @classmethod
     def from_objects(cls, objects: Iterable[ApiObject]) -> "ClusterState":
@@ -216,17 +221,12 @@ class ClusterState:
 
     def _pop_job(self, key: str) -> JobInfo | None:
         job = self.jobs.pop(key, None)
-        keys = self._kept_keys()
+        keys = self.job_keys
         if job is not None and keys is not None:
             at = bisect_left(keys, key)
             if at < len(keys) and keys[at] == key:
                 del keys[at]
         return job
-
-    def _kept_keys(self) -> list[str] | None:
-        # read so that a state pickled before the field existed loads (it sorts again)
-        keys: list[str] | None = getattr(self, "job_keys", None)
-        return keys
 
     def _upsert_pod(self, pod: Pod) -> None:
         self._remove_task(pod.key)
@@ -261,7 +261,7 @@ class ClusterState:
             for task in old.tasks.values():
                 fresh.add_task(task)
         self.jobs[group.key] = fresh
-        keys = self._kept_keys()
+        keys = self.job_keys
         if old is None and keys is not None:
             insort(keys, group.key)
         waiting = [p for p in self.orphans.values() if p.metadata.namespace == group.metadata.namespace and p.group_name == group.name]
@@ -287,7 +287,7 @@ class ClusterState:
         jobs: dict[str, JobInfo] = {}
         queues = self.queues
         every = self.jobs
-        keys = self._kept_keys()
+        keys = self.job_keys
         if keys is None or len(keys) != len(every):  # the same length: the same keys (kept as jobs come and go)
             keys = self.job_keys = sorted(every)  # the keys alone: strings sort many times faster than (key, job) pairs
         for uid in keys:
