@@ -25,7 +25,6 @@ from lahar.scheduler.api import JobInfo, NodeInfo, QueueInfo, TaskInfo, TaskStat
 __all__ = ["ClusterState", "task_from_pod", "job_from_podgroup", "node_from_object", "parse_time", "format_time"]
 
 _CRITICAL_CLASSES = ("system-cluster-critical", "system-node-critical")
-_DROPPED_FIELDS = ("handed",)
 
 
 def format_time(seconds: float) -> str:
@@ -156,17 +155,14 @@ class ClusterState:
     def __getstate__(self) -> dict[str, Any]:
         return {name: getattr(self, name) for name in _FIELDS}
 
-    def __setstate__(self, state: Any) -> None:
-        """Also a state pickled by an older version (bench/checkpoint.py): fields since dropped
-        (``handed``, the copies now kept by each job) are left out, fields it did not have yet
-        take their defaults."""
-        if isinstance(state, tuple):
-            state = state[1] if state[0] is None else {**state[0], **(state[1] or {})}
-        for name, value in state.items():
-            if name not in _DROPPED_FIELDS:
-                setattr(self, name, value)
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        """Each field from ``state``, also one pickled by an older version (bench/checkpoint.py):
+        a field it did not have yet takes its default, one since dropped (``handed``, the copies
+        now kept by each job) is left out."""
         for known in fields(ClusterState):
-            if known.name not in state:
+            if known.name in state:
+                setattr(self, known.name, state[known.name])
+            else:
                 factory = known.default_factory
                 setattr(self, known.name, factory() if callable(factory) else known.default)
 
