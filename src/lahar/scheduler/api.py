@@ -551,6 +551,9 @@ class JobInfo:
 
     def set_condition(self, condition: dict[str, Any]) -> None:
         """Put ``condition`` in place of the job's condition of its type (after its others)."""
+        if not self.conditions:  # the usual case: a session copy starts with none
+            self.conditions = [condition]
+            return
         kind = condition.get("type")
         self.conditions = [c for c in self.conditions if c.get("type") != kind]
         self.conditions.append(condition)

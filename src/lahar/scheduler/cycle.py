@@ -197,19 +197,13 @@ def _hidden_outcome(
     reason with its own uid (``before``'s, the job's last outcome, when that reads the same:
     ``HiddenReasons``); None when that reason may name the job. The condition objects are its
     first job's own (no one changes a condition or a reason in place: a new one replaces it)."""
-    if before is not None:
-        reason = reasons.of(job.uid, first.reason, before.reason, before.shared_reason)
-    else:
-        reason = reasons.of(job.uid, first.reason, None, None)
+    last, made_from = (before.reason, before.shared_reason) if before is not None else (None, None)
+    reason = reasons.of(job.uid, first.reason, last, made_from)
     if reason is None:
         return None
-    uid = ssn.uid
-    if not job.conditions:  # the usual case: a copy starts with its cache job's, and those have none
-        job.conditions = [condition for condition in first_job.conditions if condition.get("transitionID") == uid]
-    else:
-        for condition in first_job.conditions:
-            if condition.get("transitionID") == uid:
-                job.set_condition(condition)
+    for condition in first_job.conditions:
+        if condition.get("transitionID") == ssn.uid:
+            job.set_condition(condition)
     job.phase = first.phase
     return JobOutcome(first.phase, job.queue, job.conditions, reason, 0, 0, 0, first.reason)
 
