@@ -45,3 +45,12 @@ def test_jobs_add_up():
     add_job(attr, _job())
     add_job(attr, _job())
     assert attr.allocated.milli_cpu == 6000.0 and attr.request.get(GPU) == 2000.0
+
+
+def test_a_job_with_no_waiting_task_requests_what_it_holds():
+    job = JobInfo("ns/r", "r", "ns", "q", min_available=1)
+    job.add_task(_task("run", TaskStatus.RUNNING, 1000.0, gpus=1))
+    attr = QueueAttr(name="q")
+    add_job(attr, job)
+    assert (attr.request.milli_cpu, attr.request.get(GPU)) == (1000.0, 1000.0)
+    assert (attr.allocated.milli_cpu, attr.allocated.get(GPU)) == (1000.0, 1000.0)

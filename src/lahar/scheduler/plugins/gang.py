@@ -53,11 +53,14 @@ class GangPlugin(Plugin):
         ssn.add("job_starving", self.name, lambda job: job.is_starving())
 
     def on_session_close(self, ssn: Session) -> None:
+        # every ready job's Scheduled condition reads the same: one object for all of them (no
+        # one changes a condition in place; a new one replaces it)
+        scheduled = _condition(ssn, SCHEDULED, "tasks in gang are ready to be scheduled", "")
         for job in ssn.jobs.values():
             if not job.tasks:
                 continue
             if job.is_ready():
-                _set_condition(ssn, job, SCHEDULED, "tasks in gang are ready to be scheduled", "")
+                job.set_condition(scheduled)
                 continue
             # the message up to the fit errors reads the tasks alone: kept with the job's facts
             kept = ssn.job_facts(job).kept
@@ -88,8 +91,12 @@ def _not_ready_first(left: JobInfo, right: JobInfo) -> int:
     return 0
 
 
+def _condition(ssn: Session, kind: str, reason: str, message: str) -> dict[str, str]:
+    return {"type": kind, "status": "True", "transitionID": ssn.uid, "reason": reason, "message": message}
+
+
 def _set_condition(ssn: Session, job: JobInfo, kind: str, reason: str, message: str) -> None:
-    job.set_condition({"type": kind, "status": "True", "transitionID": ssn.uid, "reason": reason, "message": message})
+    job.set_condition(_condition(ssn, kind, reason, message))
 
 
 def _unschedulable_head(job: JobInfo) -> str:

@@ -69,8 +69,10 @@ def add_job(attr: QueueAttr, job: JobInfo) -> None:
     """Add one job's tasks and reservations to its queue's accounting."""
     attr.allocated.add_nonzero(job.allocated)  # JobInfo keeps it as the sum over its allocated tasks
     attr.request.add_nonzero(job.allocated)
-    for task in job.status_index.get(TaskStatus.PENDING, {}).values():
-        attr.request.add(task.resreq)
+    waiting = job.status_index.get(_PENDING)  # no empty dict made for each running job
+    if waiting:
+        for task in waiting.values():
+            attr.request.add(task.resreq)
     add_inqueue(attr.inqueue, job)
     if job.min_resources is not None:
         _add_exceeded(attr.elastic, job.allocated, job.min_resources)

@@ -1,0 +1,53 @@
+"""gang's conditions at session close: every ready job gets a ``Scheduled`` condition of this
+session, every job that is not ready an ``Unschedulable`` one saying why. The ready jobs' condition
+reads the same for all of them, so they share one object (a server closes a session over every
+running job each busy tick); a condition is never changed in place, so sharing it is safe."""
+
+from __future__ import annotations
+
+from lahar.scheduler.cache import ClusterState
+from lahar.scheduler.cycle import run_cycle
+from lahar.scheduler.framework.config import default_config_text, load_config
+from tests.builders import node, pod, podgroup, queue
+
+CONF = load_config(default_config_text())
+
+
+def _cluster() -> ClusterState:
+    objects = [queue("work").weight(1).build(), node("n1", cpu=8, memory="16Gi", pods=20)]
+    for name in ("a", "b", "c"):
+        objects.append(podgroup(name).queue("work").min_member(1).phase("Running").build())
+        objects.append(pod(f"{name}-0").group(name).requests(cpu=1, memory="1Gi").on("n1").build())
+    objects.append(podgroup("huge").queue("work").min_member(1).phase("Inqueue").build())
+    objects.append(pod("huge-0").group("huge").requests(cpu=64, memory="1Gi").build())
+    return ClusterState.from_objects(objects)
+
+
+def _only(conditions: list[dict]) -> dict:
+    assert len(conditions) == 1
+    return conditions[0]
+
+
+def test_ready_jobs_share_one_scheduled_condition_of_this_session():
+    result = run_cycle(_cluster(), CONF, 0.0, uid="cycle-7")
+    scheduled = [_only(result.jobs[f"default/{name}"].conditions) for name in ("a", "b", "c")]
+    assert scheduled[0] == {
+        "type": "Scheduled",
+        "status": "True",
+        "transitionID": "cycle-7",
+        "reason": "tasks in gang are ready to be scheduled",
+        "message": "",
+    }
+    assert scheduled[1] is scheduled[0] and scheduled[2] is scheduled[0]
+    unschedulable = _only(result.jobs["default/huge"].conditions)
+    assert (unschedulable["type"], unschedulable["transitionID"]) == ("Unschedulable", "cycle-7")
+    assert unschedulable["message"].startswith("1/1 tasks in gang unschedulable")
+
+
+def test_each_session_makes_its_own_condition_and_leaves_the_last_ones_alone():
+    state = _cluster()
+    first = run_cycle(state, CONF, 0.0, uid="cycle-1")
+    second = run_cycle(state, CONF, 0.0, uid="cycle-2")
+    before, after = _only(first.jobs["default/a"].conditions), _only(second.jobs["default/a"].conditions)
+    assert after is not before
+    assert (before["transitionID"], after["transitionID"]) == ("cycle-1", "cycle-2")
