@@ -1,5 +1,6 @@
-"""Build Lahar. The scheduling core (``lahar.resources`` and ``lahar.scheduler``) is compiled to C
-extensions with mypyc when the build can do it; the same source runs as plain Python otherwise.
+"""Build Lahar. The scheduling core (``lahar.resources`` and ``lahar.scheduler``) and the pruning
+of every object written (``lahar.wire``) are compiled to C extensions with mypyc when the build can
+do it; the same source runs as plain Python otherwise.
 
 The project's metadata is in ``pyproject.toml``; only the extensions are declared here.
 
@@ -24,7 +25,7 @@ ROOT = Path(__file__).resolve().parent
 
 def _core() -> list[str]:
     scheduler = sorted(p.relative_to(ROOT).as_posix() for p in (ROOT / "src" / "lahar" / "scheduler").rglob("*.py"))
-    return ["src/lahar/resources.py", *scheduler]
+    return ["src/lahar/resources.py", "src/lahar/wire.py", *scheduler]
 
 
 def _flag(name: str) -> bool:

@@ -1,12 +1,13 @@
-"""What ``dump`` leaves out (``lahar.model.base._prune``): empty strings, maps and lists as map
-values, at any depth, and nothing else; lists keep every item."""
+"""What ``dump`` leaves out (``lahar.wire.prune``, compiled with the scheduling core when
+installed): empty strings, maps and lists as map values, at any depth, and nothing else; lists
+keep every item."""
 
 from __future__ import annotations
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lahar.model.base import _prune
+from lahar.wire import prune
 
 leaves = st.one_of(st.none(), st.booleans(), st.integers(-2, 2), st.floats(allow_nan=False), st.sampled_from(["", "a", "0"]))
 trees = st.recursive(leaves, lambda inner: st.one_of(st.lists(inner, max_size=3), st.dictionaries(st.sampled_from("abc"), inner, max_size=3)), max_leaves=25)
@@ -39,4 +40,4 @@ def _check(original, pruned) -> None:
 @settings(max_examples=500, deadline=None)
 @given(trees)
 def test_prune_drops_only_empty_map_values(tree):
-    _check(tree, _prune(tree))
+    _check(tree, prune(tree))

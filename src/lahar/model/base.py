@@ -15,6 +15,8 @@ from typing import Annotated, Any, ClassVar
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StrictBool, StrictInt
 from pydantic.alias_generators import to_camel
 
+from lahar.wire import prune
+
 __all__ = [
     "K8sModel",
     "ObjectMeta",
@@ -65,27 +67,7 @@ class K8sModel(BaseModel):
 
     def dump(self) -> dict[str, Any]:
         """The object as plain JSON data, with wire (camelCase) names, without nulls and empty values."""
-        return _prune(self.model_dump(by_alias=True, exclude_none=True, mode="json"))
-
-
-def _prune(value: Any) -> Any:
-    """Drop empty strings, maps and lists from maps, recursively (they carry no meaning in a
-    manifest); list items stay as they are, pruned inside. Every object written goes through
-    here, so it recurses only into maps and lists."""
-    if isinstance(value, dict):
-        out = {}
-        for key, item in value.items():
-            if isinstance(item, (dict, list)):
-                item = _prune(item)
-                if not item:
-                    continue
-            elif item == "":
-                continue
-            out[key] = item
-        return out
-    if isinstance(value, list):
-        return [_prune(item) if isinstance(item, (dict, list)) else item for item in value]
-    return value
+        return prune(self.model_dump(by_alias=True, exclude_none=True, mode="json"))
 
 
 class OwnerReference(K8sModel):
