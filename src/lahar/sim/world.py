@@ -68,6 +68,9 @@ class World:
     _touched: set = field(default_factory=set)
     applied_outcomes: dict | None = None
     _checked: Iterable[str] = ()  # the keys apply looked at for ``applied_outcomes``
+    # Keys of pods, podgroups and vcjobs taken in or let go since the last ``take_changed`` (a
+    # server's usage history keeps its totals up from them); None until a reader first asks
+    _changed: set | None = None
 
     def __post_init__(self) -> None:
         if not self.raw:
@@ -135,9 +138,17 @@ class World:
     def _tables(self) -> dict[type, dict]:
         return {Queue: self.queues, Node: self.nodes, PodGroup: self.podgroups, Pod: self.pods, PriorityClass: self.classes, Job: self.jobs}
 
+    def take_changed(self) -> set[str] | None:
+        """The keys of the pods, podgroups and vcjobs taken in or let go since the last call;
+        None at the first call, from which on they are noted."""
+        found, self._changed = self._changed, set()
+        return found
+
     def ingest(self, obj: ApiObject) -> None:
         """Take an object as it now is into the tables and the scheduler's cache."""
         self.changes += 1
+        if self._changed is not None and isinstance(obj, (Pod, PodGroup, Job)):
+            self._changed.add(obj.key)
         for kind, table in self._tables().items():
             if isinstance(obj, kind):
                 table[obj.key] = obj
@@ -172,6 +183,8 @@ class World:
     def forget(self, obj: ApiObject) -> None:
         """An object is gone: drop it from the tables and the cache."""
         self.changes += 1
+        if self._changed is not None and isinstance(obj, (Pod, PodGroup, Job)):
+            self._changed.add(obj.key)
         for kind, table in self._tables().items():
             if isinstance(obj, kind):
                 table.pop(obj.key, None)
