@@ -89,10 +89,11 @@ class _Totals:
         if self.exact and not all(float(value).is_integer() for _, value in request.dims()):
             self.exact = False
 
-    def remove(self, key: str) -> None:
+    def remove(self, key: str) -> _Charge | None:
+        """Take the pod's charge out of its owner's total; returns the charge (None if none)."""
         charge = self.charges.pop(key, None)
         if charge is None:
-            return
+            return None
         owner, request = charge.owner, charge.request
         if charge.group_key is not None:
             self.by_group[charge.group_key].discard(key)
@@ -100,7 +101,7 @@ class _Totals:
         if not left:
             del self.by_owner[owner], self.pods[owner]
             self.names.pop(owner, None)
-            return
+            return charge
         self.pods[owner] = left
         total = self.by_owner[owner]
         total.sub(request)
@@ -112,6 +113,7 @@ class _Totals:
                     del names[name], total.scalars[name]
             if not total.scalars:
                 total.scalars = None
+        return charge
 
     def affected(self, changed: set[str]) -> list[str]:
         """The pods to look at again: those that changed, and the running pods of each podgroup
@@ -177,10 +179,10 @@ class UsageHistory:
             totals = self._totals = self._recount(world)
         else:
             for key in totals.affected(changed):
-                totals.remove(key)
+                known = totals.remove(key)
                 pod = world.pods.get(key)
                 if pod is not None and key in world.started and pod.status.phase == "Running":
-                    totals.add(key, _charge(world, key, pod))
+                    totals.add(key, _charge(world, pod, known))
         return totals.rows()
 
     def _recount(self, world: Any) -> _Totals:
@@ -194,7 +196,7 @@ class UsageHistory:
                 continue
             charge = known.get(key)
             if charge is None or charge.pod is not pod or not _same_group(world, charge):
-                charge = _charge(world, key, pod)
+                charge = _charge(world, pod, charge)
             totals.add(key, charge)
         return totals
 
@@ -281,13 +283,16 @@ class UsageHistory:
         return out
 
 
-def _charge(world: Any, key: str, pod: Any) -> _Charge:
-    """What a running pod is charged to (its podgroup's queue, else its own) and for what."""
+def _charge(world: Any, pod: Any, known: _Charge | None = None) -> _Charge:
+    """What a running pod is charged to (its podgroup's queue, else its own) and for what; the
+    request of ``known``, its last charge, while the pod is the same object (a pod's request is
+    worked out from its spec in exact fractions: the dearest part)."""
     group_key = f"{pod.metadata.namespace}/{pod.group_name}" if pod.group_name else None
     group = world.podgroups.get(group_key) if group_key else None
     job = world.jobs.get(group_key) if group_key else None
     queue = group.spec.queue if group is not None else pod.queue
-    return _Charge(pod, group_key, group, job, (queue or "default", _owner(pod, group, world)), _request(pod))
+    request = known.request if known is not None and known.pod is pod else _request(pod)
+    return _Charge(pod, group_key, group, job, (queue or "default", _owner(pod, group, world)), request)
 
 
 def _same_group(world: Any, charge: _Charge) -> bool:
