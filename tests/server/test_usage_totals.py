@@ -43,13 +43,24 @@ def _group(name: str, queue_name: str, owner: str | None = None) -> PodGroup:
     return builder.build()
 
 
-def _afresh(world: World) -> dict:
+class _Rows(dict):
+    """The rows by owner, in the order they came (the ledger adds a queue's users in that order)."""
+
+    def __init__(self, rows) -> None:
+        super().__init__(((q, u), total.to_json()) for q, u, total in rows)
+        self.order = list(self)
+
+    def __eq__(self, other) -> bool:
+        return dict.__eq__(self, other) and (not isinstance(other, _Rows) or self.order == other.order)
+
+
+def _afresh(world: World) -> _Rows:
     """Every running pod summed again, in a history that never saw the world before."""
-    return {(q, u): total.to_json() for q, u, total in UsageHistory(_Store())._running(world)}
+    return _Rows(UsageHistory(_Store())._recount(world).rows())
 
 
-def _kept(history: UsageHistory, world: World) -> dict:
-    return {(q, u): total.to_json() for q, u, total in history._running(world)}
+def _kept(history: UsageHistory, world: World) -> _Rows:
+    return _Rows(history._running(world))
 
 
 def _counting(history: UsageHistory) -> list[int]:
@@ -134,3 +145,61 @@ def test_a_fraction_of_a_unit_is_summed_afresh_every_time():
     world.ingest(_pod("p1", "g", phase="Succeeded", cpu=1, memory="1500m"))
     assert _kept(history, world) == _afresh(world) == {("a", "-"): {"cpu": 1.0, "memory": 1.0}}
     assert recounts == [2]
+
+
+def test_the_tick_a_fraction_arrives_in_is_summed_afresh_too():
+    world, history = _world(), UsageHistory(_Store())
+    world.ingest(_group("g", "a"))
+    world.ingest(_pod("p1", "g", cpu=1, memory="1"))
+    assert _kept(history, world) == _afresh(world)
+    for name, memory in (("p3", "200m"), ("p2", "600m"), ("p4", "100m")):  # tenths of a byte: the order of the sum shows
+        world.ingest(_pod(name, "g", cpu=1, memory=memory))
+    assert _kept(history, world) == _afresh(world)
+
+
+def test_values_too_large_to_add_exactly_are_summed_afresh():
+    world, history = _world(), UsageHistory(_Store())
+    world.ingest(_group("g", "a"))
+    world.ingest(_pod("huge", "g", cpu=1, memory="1Ei"))  # 2**60 bytes: 3 more are lost in a float
+    world.ingest(_pod("small", "g", cpu=1, memory="3"))
+    assert _kept(history, world) == _afresh(world)
+    world.ingest(_pod("huge", "g", phase="Succeeded", cpu=1, memory="1Ei"))
+    assert _kept(history, world) == _afresh(world) == {("a", "-"): {"cpu": 1.0, "memory": 3.0}}
+
+
+def test_rows_come_in_owner_order_both_ways():
+    """A queue's users are added up by the ledger in row order: with fractions of a core, the
+    order moves the last digit, so both ways must hand the rows in the same order."""
+    world, history = _world(), UsageHistory(_Store())
+    for user in ("u3", "u1", "u2"):
+        world.ingest(_group(f"g-{user}", "a", owner=user))
+    world.ingest(_pod("p1", "g-u1", cpu="200m"))
+    assert _kept(history, world) == _afresh(world)
+    world.ingest(_pod("p3", "g-u3", cpu="100m"))
+    world.ingest(_pod("p2", "g-u2", cpu="300m"))
+    world.forget(world.pods["default/p1"])
+    world.ingest(_pod("p1", "g-u1", cpu="200m"))
+    kept = _kept(history, world)
+    assert kept == _afresh(world)
+    assert kept.order == [("a", "u1"), ("a", "u2"), ("a", "u3")]
+
+
+def test_podgroups_whose_pods_all_ended_leave_nothing_behind():
+    world, history = _world(), UsageHistory(_Store())
+    history._running(world)
+    for n in range(20):
+        world.ingest(_group(f"g{n}", "a"))
+        world.ingest(_pod(f"p{n}", f"g{n}", cpu=1))
+        history._running(world)
+        world.forget(world.pods[f"default/p{n}"])
+        history._running(world)
+    totals = history._totals
+    assert (totals.charges, totals.by_owner, totals.by_group) == ({}, {}, {})
+
+
+def test_a_running_pod_without_podgroup_is_charged_to_its_queue_annotation():
+    world, history = _world(), UsageHistory(_Store())
+    bare = pod("bare").annotation("scheduling.volcano.sh/queue-name", "b").requests(cpu=2).on("n1").manifest()
+    bare["status"]["startTime"] = START
+    world.ingest(Pod.model_validate(bare))
+    assert _kept(history, world) == _afresh(world) == {("b", "-"): {"cpu": 2.0}}

@@ -31,6 +31,7 @@ from lahar.errors import NotFound
 from lahar.resources import Resource
 from lahar.scheduler.cache import parse_time
 from lahar.security import OWNER
+from lahar.server.access import queue_of
 
 __all__ = ["UsageHistory", "RECORD_KIND"]
 
@@ -86,7 +87,7 @@ class _Totals:
                 names[name] = names.get(name, 0) + 1
         if charge.group_key is not None:
             self.by_group.setdefault(charge.group_key, set()).add(key)
-        if self.exact and not all(float(value).is_integer() for _, value in request.dims()):
+        if self.exact and not (_whole(request) and _whole(self.by_owner[owner])):
             self.exact = False
 
     def remove(self, key: str) -> _Charge | None:
@@ -95,8 +96,12 @@ class _Totals:
         if charge is None:
             return None
         owner, request = charge.owner, charge.request
-        if charge.group_key is not None:
-            self.by_group[charge.group_key].discard(key)
+        group_key = charge.group_key
+        if group_key is not None:
+            members = self.by_group[group_key]
+            members.discard(key)
+            if not members:  # a podgroup whose pods all ended leaves no entry behind
+                del self.by_group[group_key]
         left = self.pods[owner] - 1
         if not left:
             del self.by_owner[owner], self.pods[owner]
@@ -124,7 +129,18 @@ class _Totals:
         return sorted(keys)
 
     def rows(self) -> list[tuple[str, str, Resource]]:
-        return [(queue, user, total) for (queue, user), total in self.by_owner.items()]
+        """(queue, user, total) in owner order: the ledger adds a queue's users up in this
+        order, so a sum made afresh and one kept up hand it the same rows."""
+        return [(queue, user, self.by_owner[(queue, user)]) for queue, user in sorted(self.by_owner)]
+
+
+# Sums kept up by adding and taking away equal sums made afresh while every value, and every
+# total, is a whole number below 2**53 (exact in a float)
+_EXACT = float(2**53)
+
+
+def _whole(resource: Resource) -> bool:
+    return all(float(value).is_integer() and abs(value) < _EXACT for _, value in resource.dims())
 
 
 class UsageHistory:
@@ -183,6 +199,8 @@ class UsageHistory:
                 pod = world.pods.get(key)
                 if pod is not None and key in world.started and pod.status.phase == "Running":
                     totals.add(key, _charge(world, pod, known))
+            if not totals.exact:  # a value this tick brought is not whole: summed afresh from now on
+                totals = self._totals = self._recount(world)
         return totals.rows()
 
     def _recount(self, world: Any) -> _Totals:
@@ -290,7 +308,7 @@ def _charge(world: Any, pod: Any, known: _Charge | None = None) -> _Charge:
     group_key = f"{pod.metadata.namespace}/{pod.group_name}" if pod.group_name else None
     group = world.podgroups.get(group_key) if group_key else None
     job = world.jobs.get(group_key) if group_key else None
-    queue = group.spec.queue if group is not None else pod.queue
+    queue = group.spec.queue if group is not None else queue_of(pod)
     request = known.request if known is not None and known.pod is pod else _request(pod)
     return _Charge(pod, group_key, group, job, (queue or "default", _owner(pod, group, world)), request)
 
