@@ -59,8 +59,9 @@ class _Totals:
     """The running pods' charges summed per owner (queue, user), kept up pod by pod.
 
     A sum kept up by adding and taking away equals the sum made afresh only while every value
-    is a whole number (the values come from quantities in milli-units and bytes, so they are,
-    unless a request names a fraction of a byte): ``exact`` says so. A resource name stays in an
+    and every total is a whole number below 2**53 (the values come from quantities in
+    milli-units and bytes, so they are, unless a request names a fraction of a byte or an
+    exabyte): ``exact`` says so. A resource name stays in an
     owner's total while one of its pods asks for it, as in a sum made afresh."""
 
     def __init__(self, world: Any) -> None:
