@@ -47,11 +47,16 @@ __all__ = [
     "res_min",
     "share",
     "request_id",
+    "EXACT_SUMS_BELOW",
+    "whole_below_exact",
 ]
 
 MIN_RESOURCE = 0.1
 MAX_FLOAT = sys.float_info.max
 MAX_INT64 = float(2**63 - 1)
+# A float holds every whole number below this: sums of such values are exact in any order, and
+# taking a value away undoes adding it (totals kept up as things come and go rely on it)
+EXACT_SUMS_BELOW = 2.0**53
 
 CPU = "cpu"
 MEMORY = "memory"
@@ -581,6 +586,14 @@ def res_min(left: Resource, right: Resource) -> Resource:
         return res
     res.scalars = {k: min(v, right.scalars.get(k, 0.0)) for k, v in left.scalars.items()}
     return res
+
+
+def whole_below_exact(res: Resource) -> bool:
+    """Whether every value of ``res`` is a whole number smaller in size than ``EXACT_SUMS_BELOW``."""
+    for _, value in res.dims():
+        if not float(value).is_integer() or abs(value) >= EXACT_SUMS_BELOW:
+            return False
+    return True
 
 
 def share(left: float, right: float) -> float:

@@ -294,7 +294,7 @@ def test_totals_where_sums_are_no_longer_exact_run_the_cycle_again(monkeypatch):
     conf = load_config(default_config_text())
     state = _backlog()
     run_cycle(state, conf, lookalikes=True)
-    monkeypatch.setattr(queueattr, "_EXACT", 10_000.0)  # queue a asks for 11 GPUs: 11,000 milli
+    monkeypatch.setattr(queueattr, "EXACT_SUMS_BELOW", 10_000.0)  # queue a asks for 11 GPUs: 11,000 milli
     short = run_cycle(state, conf, lookalikes=True)
     assert short.lookalikes_ran_again
     long = run_cycle(_backlog(), conf, lookalikes=False)

@@ -28,7 +28,7 @@ from typing import Any, Iterable, NamedTuple
 
 from lahar.accounting import BUCKET_SECONDS, DEFAULT_RETENTION, UsageLedger
 from lahar.errors import NotFound
-from lahar.resources import Resource
+from lahar.resources import Resource, whole_below_exact
 from lahar.scheduler.cache import parse_time
 from lahar.security import OWNER
 from lahar.server.access import queue_of
@@ -88,7 +88,7 @@ class _Totals:
                 names[name] = names.get(name, 0) + 1
         if charge.group_key is not None:
             self.by_group.setdefault(charge.group_key, set()).add(key)
-        if self.exact and not (_whole(request) and _whole(self.by_owner[owner])):
+        if self.exact and not (whole_below_exact(request) and whole_below_exact(self.by_owner[owner])):
             self.exact = False
 
     def remove(self, key: str) -> _Charge | None:
@@ -135,15 +135,6 @@ class _Totals:
         return [(queue, user, self.by_owner[(queue, user)]) for queue, user in sorted(self.by_owner)]
 
 
-# Sums kept up by adding and taking away equal sums made afresh while every value, and every
-# total, is a whole number below 2**53 (exact in a float)
-_EXACT = float(2**53)
-
-
-def _whole(resource: Resource) -> bool:
-    return all(float(value).is_integer() and abs(value) < _EXACT for _, value in resource.dims())
-
-
 class UsageHistory:
     def __init__(self, store: Any, retention: float = DEFAULT_RETENTION, flush_every: float = 60.0, series_points: int = 2000) -> None:
         self.store, self.flush_every = store, flush_every
@@ -151,7 +142,6 @@ class UsageHistory:
         self._written: dict[tuple[str, str, float], str] = {}  # bucket key -> its last written JSON
         self._counted: set[str] = set()  # completed podgroups already charged
         self._totals: _Totals | None = None  # the running pods' charges, summed per owner
-        self._observed: tuple[Any, int, list] | None = None  # world, its change count, what ran then
         self._next_flush: float | None = None
         self._world: Any = None
         self._load()
@@ -170,18 +160,8 @@ class UsageHistory:
         self._counted = {key for key, group in world.podgroups.items() if group.status.phase == "Completed"}
 
     def observe(self, world: Any, now: float, completed: Iterable[str] | None = None) -> None:
-        """``completed``: the podgroups the cycle found Completed (None: look at every podgroup).
-
-        While no object came or went in the world since the last call (its ``changes`` count is
-        the same), the same pods run with the same charges: the totals are not summed again."""
-        changes = getattr(world, "changes", None)
-        known = self._observed
-        if changes is not None and known is not None and known[0] is world and known[1] == changes:
-            running = known[2]
-        else:
-            running = self._running(world)
-            self._observed = (world, changes, running) if changes is not None else None
-        self.ledger.observe(now, running)
+        """``completed``: the podgroups the cycle found Completed (None: look at every podgroup)."""
+        self.ledger.observe(now, self._running(world))
         candidates = world.podgroups if completed is None else completed
         self._finished(world, now, candidates)
 
@@ -189,8 +169,7 @@ class UsageHistory:
         """(queue, user, summed requests) of the world's Running pods. Kept up from the pods,
         podgroups and vcjobs that changed since the last call (``World.take_changed``) while the
         sums stay exact; summed again over every running pod otherwise."""
-        take = getattr(world, "take_changed", None)
-        changed = take() if take is not None else None
+        changed = world.take_changed()
         totals = self._totals
         if changed is None or totals is None or totals.world is not world or not totals.exact:
             totals = self._totals = self._recount(world)
@@ -237,7 +216,7 @@ class UsageHistory:
             group = world.podgroups[key]
             created = parse_time(group.metadata.creation_timestamp) if group.metadata.creation_timestamp else now
             started = starts.get(key, now)
-            user = _owner(None, group, world)
+            user = _owner(None, group, world.jobs.get(key))
             self.ledger.job_finished(now, group.spec.queue or "default", user, max(0.0, started - created), max(0.0, now - started))
             self._counted.add(key)
 
@@ -311,7 +290,7 @@ def _charge(world: Any, pod: Any, known: _Charge | None = None) -> _Charge:
     job = world.jobs.get(group_key) if group_key else None
     queue = group.spec.queue if group is not None else queue_of(pod)
     request = known.request if known is not None and known.pod is pod else _request(pod)
-    return _Charge(pod, group_key, group, job, (queue or "default", _owner(pod, group, world)), request)
+    return _Charge(pod, group_key, group, job, (queue or "default", _owner(pod, group, job)), request)
 
 
 def _same_group(world: Any, charge: _Charge) -> bool:
@@ -323,14 +302,14 @@ def _same_group(world: Any, charge: _Charge) -> bool:
     return world.podgroups.get(key) is charge.group and world.jobs.get(key) is charge.job
 
 
-def _owner(pod: Any, group: Any, world: Any) -> str:
+def _owner(pod: Any, group: Any, job: Any) -> str:
+    """The owner the pod's annotation names, else its podgroup's, else (with a podgroup) the
+    vcjob's of the podgroup's key."""
     for obj in (pod, group):
         if obj is not None and obj.metadata.annotations.get(OWNER):
             return obj.metadata.annotations[OWNER]
-    if group is not None:
-        job = world.jobs.get(group.key)
-        if job is not None and job.metadata.annotations.get(OWNER):
-            return job.metadata.annotations[OWNER]
+    if group is not None and job is not None and job.metadata.annotations.get(OWNER):
+        return job.metadata.annotations[OWNER]
     return NO_USER
 
 

@@ -144,11 +144,14 @@ class World:
         found, self._changed = self._changed, set()
         return found
 
-    def ingest(self, obj: ApiObject) -> None:
-        """Take an object as it now is into the tables and the scheduler's cache."""
+    def _count_change(self, obj: ApiObject) -> None:
         self.changes += 1
         if self._changed is not None and isinstance(obj, (Pod, PodGroup, Job)):
             self._changed.add(obj.key)
+
+    def ingest(self, obj: ApiObject) -> None:
+        """Take an object as it now is into the tables and the scheduler's cache."""
+        self._count_change(obj)
         for kind, table in self._tables().items():
             if isinstance(obj, kind):
                 table[obj.key] = obj
@@ -182,9 +185,7 @@ class World:
 
     def forget(self, obj: ApiObject) -> None:
         """An object is gone: drop it from the tables and the cache."""
-        self.changes += 1
-        if self._changed is not None and isinstance(obj, (Pod, PodGroup, Job)):
-            self._changed.add(obj.key)
+        self._count_change(obj)
         for kind, table in self._tables().items():
             if isinstance(obj, kind):
                 table.pop(obj.key, None)

@@ -68,7 +68,7 @@ class GangPlugin(Plugin):
             if head is None:
                 head = kept["gang-unschedulable"] = "" if skip_unschedulable_for_releasing(job) else _unschedulable_head(job)
             if head:
-                _set_condition(ssn, job, UNSCHEDULABLE, "NotEnoughResources", head + _fit_error_tail(job))
+                job.set_condition(_condition(ssn, UNSCHEDULABLE, "NotEnoughResources", head + _fit_error_tail(job)))
 
 
 def _valid(job: JobInfo) -> tuple[bool, str]:
@@ -93,10 +93,6 @@ def _not_ready_first(left: JobInfo, right: JobInfo) -> int:
 
 def _condition(ssn: Session, kind: str, reason: str, message: str) -> dict[str, str]:
     return {"type": kind, "status": "True", "transitionID": ssn.uid, "reason": reason, "message": message}
-
-
-def _set_condition(ssn: Session, job: JobInfo, kind: str, reason: str, message: str) -> None:
-    job.set_condition(_condition(ssn, kind, reason, message))
 
 
 def _unschedulable_head(job: JobInfo) -> str:

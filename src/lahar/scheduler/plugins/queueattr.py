@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from lahar.resources import MAX_FLOAT, MIN_RESOURCE, Dim, Resource, share
+from lahar.resources import EXACT_SUMS_BELOW, MAX_FLOAT, MIN_RESOURCE, Dim, Resource, share
 from lahar.scheduler.api import JobInfo, TaskStatus
 from lahar.scheduler.framework.config import Arguments
 
@@ -30,8 +30,6 @@ __all__ = [
 _INFINITE = float(Dim.INFINITY)  # a scalar that reads as unlimited (Volcano's -1), as a float
 _SUCCEEDED = TaskStatus.SUCCEEDED
 _PENDING = TaskStatus.PENDING
-# Sums of whole numbers below this are exact in floating point, in any order
-_EXACT = 2.0**53
 
 
 @dataclass
@@ -107,7 +105,7 @@ def lookalikes_room(job: JobInfo) -> int:
             if not float(value).is_integer() or value < 0:
                 return 0
             largest = max(largest, float(value))
-    return int(_EXACT / 2 // largest)
+    return int(EXACT_SUMS_BELOW / 2 // largest)
 
 
 def add_lookalikes(attr: QueueAttr, job: JobInfo, count: int) -> None:
@@ -121,7 +119,7 @@ def exact_totals(attr: QueueAttr) -> bool:
     """Whether the queue's totals that ``add_lookalikes`` adds to stay where sums are exact."""
     for total in (attr.request, attr.inqueue):
         for _, value in total.dims():
-            if abs(value) >= _EXACT:
+            if abs(value) >= EXACT_SUMS_BELOW:
                 return False
     return True
 
