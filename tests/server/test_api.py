@@ -288,3 +288,22 @@ def test_merge_patch_changes_only_the_fields_sent(server):
     assert stale.status_code == 409
     assert c.patch(f"{Q}/pq", json={"metadata": {"name": "other"}}).status_code == 400
     assert c.patch(f"{Q}/nope", json={"spec": {"weight": 3}}).status_code == 404
+
+
+def test_json_values_come_back_exactly_through_the_api(server):
+    """Fields Lahar does not know are kept as sent, whatever JSON number or text they hold, in
+    every answer: create, read, list, replace, watch."""
+    c = server.client
+    extra = {"big": 2**70, "largest64": 2**64 - 1, "text": "é ☃ 😀 \u2028", "floats": [0.1, 1e300, 5e-324], "n": None}
+    created = c.post(Q, json=queue("exact", weight=1, **extra))
+    assert created.status_code == 201, created.text
+    assert {k: created.json()["spec"].get(k) for k in extra} == extra
+    version = created.json()["metadata"]["resourceVersion"]
+    assert {k: c.get(f"{Q}/exact").json()["spec"].get(k) for k in extra} == extra
+    listed = {q["metadata"]["name"]: q for q in c.get(Q).json()["items"]}
+    assert {k: listed["exact"]["spec"].get(k) for k in extra} == extra
+    replaced = c.put(f"{Q}/exact", json={**created.json(), "spec": {**created.json()["spec"], "weight": 2}})
+    assert replaced.status_code == 200 and {k: replaced.json()["spec"].get(k) for k in extra} == extra
+    streamed = c.get(f"{Q}?watch=true&resourceVersion={int(version) - 1}&timeoutSeconds=0.5")
+    first = json.loads(streamed.text.splitlines()[0])
+    assert first["object"]["metadata"]["name"] == "exact" and {k: first["object"]["spec"].get(k) for k in extra} == extra

@@ -36,6 +36,8 @@ CASES = [
     ("a string for a patch", "patch", f"{Q}/default", {"content": b'"x"', "headers": JSON}, 400, "body: must be a JSON object, not a string"),
     ("no body", "post", JOBS, {"content": b"", "headers": JSON}, 400, "body: required"),
     ("unreadable JSON", "post", Q, {"content": b"{not json", "headers": JSON}, 400, "body: not valid JSON: Expecting property name enclosed in double quotes: line 1 column 2"),
+    ("NaN in a body", "post", Q, {"content": b'{"kind": "Queue", "metadata": {"name": "hq"}, "spec": {"x": NaN}}', "headers": JSON}, 400, "body: not valid JSON: NaN is not a JSON number (JSON has no NaN or Infinity)"),
+    ("Infinity in a body", "post", JOBS, {"content": b'{"spec": {"x": [-Infinity]}}', "headers": JSON}, 400, "body: not valid JSON: -Infinity is not a JSON number"),
     ("YAML sent to the API", "post", Q, {"content": b"a: b", "headers": {"content-type": "application/yaml"}}, 415, "Content-Type: application/json"),
     ("JSON 100 levels deep", "post", Q, {"content": b"[" * 100 + b"]" * 100, "headers": JSON}, 400, "request body: JSON nested deeper than 64"),
     ("2 MiB body", "post", Q, {"content": b" " * (2 << 20), "headers": JSON}, 413, "request body"),

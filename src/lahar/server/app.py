@@ -38,10 +38,10 @@ from lahar.errors import BadRequest, LaharError, NotFound
 from lahar.scheduler.cache import format_time
 from lahar.scheduler.reasons import quantities_text
 from lahar.server import events, forecast_routes, openapi, usage_routes
-from lahar.server.bodies import JSON_OBJECT_BODY, json_object
+from lahar.server.bodies import JSON_OBJECT_BODY, JsonAnswer, json_object
 from lahar.server.limits import LimitsMiddleware
 from lahar.server.service import EVENT_KIND, ApiService
-from lahar.store.base import watch_through
+from lahar.store.base import json_bytes, watch_through
 
 __all__ = ["create_app", "RESOURCES", "Resource"]
 
@@ -131,7 +131,7 @@ def _watch_stream(service: ApiService, resource: Resource, since: int, namespace
                 continue
             if filtered and not service.access.may_read(who, event.object):
                 continue
-            yield (json.dumps({"type": event.type, "object": event.object}) + "\n").encode()
+            yield json_bytes({"type": event.type, "object": event.object}) + b"\n"
         version = seen  # everything of the kind up to here was read: not read again
 
 
@@ -155,20 +155,20 @@ def _add_resource_routes(app: FastAPI, service: ApiService, resource: Resource) 
             return StreamingResponse(stream, media_type="application/x-ndjson")
         labels = _labels(labelSelector)
         items, version = service.list(resource.kind, namespace, labels, who=_who(request))
-        return _list_document(resource, items, version)
+        return JsonAnswer(_list_document(resource, items, version))
 
-    async def create_object(request: Request, namespace: str | None = None) -> JSONResponse:
+    async def create_object(request: Request, namespace: str | None = None) -> JsonAnswer:
         body = await json_object(request)
         body.setdefault("kind", resource.kind)
         body.setdefault("apiVersion", resource.group_version)
         if body.get("kind") != resource.kind:
             raise BadRequest(f'kind "{body.get("kind")}" cannot be created at {resource.plural}')
-        return JSONResponse(await run_in_threadpool(service.create, body, namespace, who=_who(request)), status_code=201)
+        return JsonAnswer(await run_in_threadpool(service.create, body, namespace, who=_who(request)), status_code=201)
 
-    def get_object(request: Request, name: str, namespace: str | None = None) -> dict:
-        return service.get(resource.kind, key(namespace, name), who=_who(request))
+    def get_object(request: Request, name: str, namespace: str | None = None) -> JsonAnswer:
+        return JsonAnswer(service.get(resource.kind, key(namespace, name), who=_who(request)))
 
-    async def replace_object(request: Request, name: str, namespace: str | None = None) -> dict:
+    async def replace_object(request: Request, name: str, namespace: str | None = None) -> JsonAnswer:
         body = await json_object(request)
         body.setdefault("kind", resource.kind)
         body.setdefault("apiVersion", resource.group_version)
@@ -176,28 +176,29 @@ def _add_resource_routes(app: FastAPI, service: ApiService, resource: Resource) 
         if meta.get("name", name) != name:
             raise BadRequest(f'metadata.name "{meta.get("name")}" does not match the path\'s name "{name}"')
         meta["name"] = name
-        return await run_in_threadpool(service.update, body, namespace, who=_who(request))
+        return JsonAnswer(await run_in_threadpool(service.update, body, namespace, who=_who(request)))
 
-    async def patch_object(request: Request, name: str, namespace: str | None = None) -> dict:
+    async def patch_object(request: Request, name: str, namespace: str | None = None) -> JsonAnswer:
         """JSON merge patch (RFC 7386): only the fields sent change; null removes one. Without
         metadata.resourceVersion in the patch it applies to the object as stored now."""
         body = await json_object(request)
-        return await run_in_threadpool(service.patch, resource.kind, key(namespace, name), body, who=_who(request))
+        return JsonAnswer(await run_in_threadpool(service.patch, resource.kind, key(namespace, name), body, who=_who(request)))
 
-    def delete_object(request: Request, name: str, namespace: str | None = None) -> dict:
-        return service.delete(resource.kind, key(namespace, name), who=_who(request))
+    def delete_object(request: Request, name: str, namespace: str | None = None) -> JsonAnswer:
+        return JsonAnswer(service.delete(resource.kind, key(namespace, name), who=_who(request)))
 
+    # The routes answer with JsonAnswer; the documented answer is still a JSON object (dict)
     app.get(base, tags=tag, summary=f"List or watch {resource.plural}")(list_objects)
     app.post(base, tags=tag, summary=f"Create a {resource.kind}", status_code=201, openapi_extra=JSON_OBJECT_BODY)(create_object)
-    app.get(f"{base}/{{name}}", tags=tag, summary=f"Read a {resource.kind}")(get_object)
-    app.put(f"{base}/{{name}}", tags=tag, summary=f"Replace a {resource.kind}", openapi_extra=JSON_OBJECT_BODY)(replace_object)
-    app.patch(f"{base}/{{name}}", tags=tag, summary=f"Change fields of a {resource.kind} (JSON merge patch)", openapi_extra=JSON_OBJECT_BODY)(patch_object)
-    app.delete(f"{base}/{{name}}", tags=tag, summary=f"Delete a {resource.kind}")(delete_object)
+    app.get(f"{base}/{{name}}", tags=tag, summary=f"Read a {resource.kind}", response_model=dict)(get_object)
+    app.put(f"{base}/{{name}}", tags=tag, summary=f"Replace a {resource.kind}", openapi_extra=JSON_OBJECT_BODY, response_model=dict)(replace_object)
+    app.patch(f"{base}/{{name}}", tags=tag, summary=f"Change fields of a {resource.kind} (JSON merge patch)", openapi_extra=JSON_OBJECT_BODY, response_model=dict)(patch_object)
+    app.delete(f"{base}/{{name}}", tags=tag, summary=f"Delete a {resource.kind}", response_model=dict)(delete_object)
     if resource.namespaced:
-        def list_all(request: Request, labelSelector: str | None = Query(None)) -> dict:
-            return _list_document(resource, *service.list(resource.kind, None, _labels(labelSelector), who=_who(request)))
+        def list_all(request: Request, labelSelector: str | None = Query(None)) -> JsonAnswer:
+            return JsonAnswer(_list_document(resource, *service.list(resource.kind, None, _labels(labelSelector), who=_who(request))))
 
-        app.get(f"{resource.prefix}/{resource.plural}", tags=tag, summary=f"List {resource.plural} in all namespaces")(list_all)
+        app.get(f"{resource.prefix}/{resource.plural}", tags=tag, summary=f"List {resource.plural} in all namespaces", response_model=dict)(list_all)
 
 
 def _who(request: Request):

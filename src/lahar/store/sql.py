@@ -70,6 +70,7 @@ from lahar.store.base import (
     WatchEvent,
     check_version,
     compaction_horizon,
+    from_json,
     gone,
     labels_match,
     new_object,
@@ -399,12 +400,12 @@ class SqlStore:
         query, params = _LIST, {"k_kind": kind}
         if namespace is not None:
             query, params = _LIST_IN_NAMESPACE, {**params, "k_namespace": namespace}
-        with self._reading() as conn:
-            rows = conn.execute(query, params).all()
-            version = conn.execute(_CURRENT).scalar_one()
+        with self._reading() as conn:  # the driver's cursor: a list may be of 100,000 objects
+            rows = self._driver.all(conn, query, params)
+            (version,) = self._driver.one(conn, _CURRENT, {})
         rows.sort(key=itemgetter(0))  # here, not in SQL: collations differ between databases
-        items = [json.loads(body) for _, body in rows]
-        return [obj for obj in items if labels_match(obj, label_selector)], version
+        items = [from_json(body) for _, body in rows]
+        return [obj for obj in items if labels_match(obj, label_selector)], int(version)
 
     def watch(
         self, since: int, kinds: set[str] | None = None, timeout: float = 0.0
@@ -437,7 +438,7 @@ class SqlStore:
                 raise gone(since, compacted)
             rows = self._driver.all(conn, query, params)
         return [
-            WatchEvent(version, change, kind, key, json.loads(body))
+            WatchEvent(version, change, kind, key, from_json(body))
             for version, change, kind, key, body in rows
         ]
 
@@ -484,7 +485,7 @@ class SqlStore:
         row = self._driver.one(conn, _GET_BODY, {"k_kind": kind, "k_key": key})
         if row is None:
             raise NotFound(kind, key)
-        return json.loads(row[0])
+        return from_json(row[0])
 
     def _write(self, conn: Connection, change: ChangeType, kind: str, key: str, body: dict) -> None:
         """Take the next version, stamp it on ``body``, write the row and the event, compact."""
@@ -545,8 +546,8 @@ class _DriverStatements:
     (execution context, result wrapping) against a few for the driver itself, and a write is
     four or five statements (measured: the largest cost of the server's control loop after
     the savepoints). The statements carry plain strings and integers, which need no type
-    processing; so do the watch's reads (a watch runs on every request). Other reads keep going
-    through SQLAlchemy.
+    processing; so do the watch's reads (a watch runs on every request) and lists (whose rows
+    SQLAlchemy would wrap one by one). Other reads keep going through SQLAlchemy.
     """
 
     def __init__(self, dialect) -> None:
