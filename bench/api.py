@@ -12,7 +12,9 @@ list afterwards confirms how many pods carry a node. Prints one JSON line: pods 
 end to end, p50/p99 submit latency, submit and total seconds, and the server process's CPU seconds
 (per job too: the figure to compare on a busy machine, where wall time depends on the neighbours),
 and how much of it per job the control loop's ticks took (the rest served the requests); and the
-CPU the clients themselves spent per job (on a small machine they share its cores with the server).
+CPU the clients themselves spent per job (on a small machine they share its cores with the server);
+and, once every pod is bound, how long a list of all the pods takes to answer (median of 3, the
+answer read but not parsed).
 """
 
 from __future__ import annotations
@@ -152,7 +154,12 @@ def main() -> None:
                 total = time.perf_counter() - start
                 cpu_after = cpu_seconds(server.pid)
                 loop_cpu = metric(c, LOOP_CPU) - loop_before
-                pods = c.get(PODS).json()["items"]
+                listed = []
+                for _ in range(3):  # the list of every pod, as a person or a dashboard asks for it
+                    t = time.perf_counter()
+                    answer = c.get(PODS)
+                    listed.append(time.perf_counter() - t)
+                pods = answer.json()["items"]
             bound = sum(1 for p in pods if (p.get("spec") or {}).get("nodeName"))
             latencies.sort()
             print(
@@ -175,6 +182,7 @@ def main() -> None:
                         "server_cpu_ms_per_job": round(1000 * (cpu_after - cpu_before) / args.jobs, 2) if cpu_before is not None and cpu_after is not None else None,
                         "loop_cpu_ms_per_job": round(1000 * loop_cpu / args.jobs, 2),
                         "client_cpu_ms_per_job": round(1000 * client_cpu / args.jobs, 2),
+                        "list_pods_ms": round(1000 * statistics.median(listed), 1),
                     }
                 )
             )
