@@ -473,6 +473,69 @@ def test_a_refused_write_does_not_spoil_its_batch(store):
     assert [e.key for e in store.watch(0)] == ["x", "y"]
 
 
+def test_versions_run_on_without_gaps_past_refusals_and_undone_inner_batches(store):
+    """A refused write and an undone inner batch take no version: the next write gets the next
+    number, inside the batch and after it, and what the batch wrote is seen inside it."""
+    start = store.current_version()
+    with store.batch():
+        a = store.create(queue("a"))
+        with pytest.raises(AlreadyExists):
+            store.create(queue("a"))
+        stale = queue("a", weight=5)
+        stale["metadata"].update(resourceVersion=str(start), uid=a["metadata"]["uid"])
+        with pytest.raises(Conflict):
+            store.update(stale, owned=True)
+        assert stale["metadata"]["resourceVersion"] == str(start)  # the caller's dict as it was
+        missing = queue("nope")
+        missing["metadata"]["resourceVersion"] = "1"
+        with pytest.raises(NotFound):
+            store.update(missing, owned=True)
+        with pytest.raises(RuntimeError), store.batch():
+            store.create(queue("lost"))
+            raise RuntimeError("undone")
+        assert rv(a) == start + 1
+        b = store.update({**a, "metadata": dict(a["metadata"]), "spec": {"weight": 2}}, owned=True)
+        assert rv(b) == start + 2
+        assert store.current_version() == start + 2 and store.list("Queue")[1] == start + 2
+        assert [e.resource_version for e in store.watch(start)] == [start + 1, start + 2]
+    assert store.current_version() == start + 2
+    assert rv(store.create(queue("c"))) == start + 3
+    assert [(e.type, e.key, e.resource_version) for e in store.watch(start)] == [
+        ("ADDED", "a", start + 1),
+        ("MODIFIED", "a", start + 2),
+        ("ADDED", "c", start + 3),
+    ]
+    assert store.get("Queue", "a")["spec"]["weight"] == 2
+
+
+def test_a_refused_owned_create_leaves_the_callers_object_as_it_was(store):
+    store.create(queue("a"))
+    again = queue("a", weight=7)
+    with pytest.raises(AlreadyExists):
+        store.create(again, owned=True)
+    assert "resourceVersion" not in again["metadata"]
+    assert store.get("Queue", "a")["spec"]["weight"] == 1
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_history_is_compacted_inside_a_batch_as_outside(backend, request, tmp_path):
+    """A batch that writes past the retention compacts as single writes would: a watch from
+    before the horizon is gone, inside the batch and after it, and the counter goes on."""
+    store = make(backend, place(request, backend, tmp_path), retention=10)
+    with store.batch():
+        for i in range(30):
+            store.create(pod(f"p{i}"))
+        with pytest.raises(StoreGone):
+            store.watch(0)
+        inside = [e.resource_version for e in store.watch(20)]
+    assert inside == list(range(21, 31))
+    with pytest.raises(StoreGone):
+        store.watch(0)
+    assert [e.resource_version for e in store.watch(25)] == list(range(26, 31))
+    assert rv(store.create(pod("last"))) == 31
+    store.close()
+
+
 def test_a_failed_inner_batch_is_undone_and_the_outer_goes_on(store):
     """An inner batch is a savepoint: what it wrote before failing is undone, the outer keeps
     its own writes before and after, and watch shows only what was kept."""

@@ -14,8 +14,11 @@ Tables (schema version ``SCHEMA_VERSION``, kept in ``meta``):
 - ``meta``: one row with ``schema_version``, ``resource_version`` (the global counter, the
   version of the newest write) and ``compacted_version`` (history is kept after it).
 
-Each write is one transaction: check the stored object, bump the counter in ``meta``, write
-the object row, append the event, commit. Writers are serialised from the start of their
+Each write is one transaction: write the object row (compared with what is stored in the same
+statement where it can be: an insert that a taken key refuses, an update at the version read),
+append the event, move the counter in ``meta`` on, commit. A transaction reads the counter once
+and writes it once, however many writes it holds (a batch's writes each cost two statements, a
+write alone four); a refused write takes no version. Writers are serialised from the start of their
 transaction: in this process by a lock, across processes by the database (``BEGIN IMMEDIATE``
 on SQLite; on PostgreSQL the ``meta`` row is locked when a write transaction begins, see
 ``_begin_write``). ``batch()`` makes many writes one transaction;
@@ -62,7 +65,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.exc import DBAPIError
 
-from lahar.errors import AlreadyExists, LaharError, NotFound
+from lahar.errors import AlreadyExists, BadRequest, Conflict, LaharError, NotFound
 from lahar.store.base import (
     DEFAULT_RETENTION,
     ChangeType,
@@ -126,22 +129,29 @@ _GET_BODY = select(OBJECTS.c.body).where(_THE_OBJECT)
 _GET_VERSION = select(OBJECTS.c.resource_version).where(_THE_OBJECT)
 _LIST = select(OBJECTS.c.key, OBJECTS.c.body).where(OBJECTS.c.kind == bindparam("k_kind"))
 _LIST_IN_NAMESPACE = _LIST.where(OBJECTS.c.namespace == bindparam("k_namespace"))
-_INSERT_OBJECT = insert(OBJECTS)
+# A new object's row, unless its key is taken (then no row changes: rowcount 0); the same
+# words in SQLite (3.24 on) and PostgreSQL
+_INSERT_NEW_OBJECT = text(
+    "INSERT INTO objects (kind, key, namespace, name, resource_version, body) "
+    "VALUES (:kind, :key, :namespace, :name, :resource_version, :body) "
+    "ON CONFLICT (kind, key) DO NOTHING"
+)
 _REPLACE_OBJECT = (
     update(OBJECTS)
     .where(_THE_OBJECT)
     .values(resource_version=bindparam("new_version"), body=bindparam("new_body"))
 )
+# The same, only over the version the writer read (compare and swap: rowcount 0 otherwise)
+_REPLACE_OBJECT_AT = _REPLACE_OBJECT.where(OBJECTS.c.resource_version == bindparam("k_version"))
 _DELETE_OBJECT = delete(OBJECTS).where(_THE_OBJECT)
 _CURRENT = select(META.c.resource_version)
 _COMPACTED = select(META.c.compacted_version)
-_NEXT_VERSION = (
+_META = select(META.c.resource_version, META.c.compacted_version)
+_SET_META = (
     update(META)
     .where(META.c.id == 1)
-    .values(resource_version=META.c.resource_version + 1)
-    .returning(META.c.resource_version, META.c.compacted_version)
+    .values(resource_version=bindparam("version"), compacted_version=bindparam("compacted"))
 )
-_SET_COMPACTED = update(META).where(META.c.id == 1).values(compacted_version=bindparam("horizon"))
 _INSERT_EVENT = insert(EVENTS)
 _COMPACT_EVENTS = delete(EVENTS).where(EVENTS.c.resource_version <= bindparam("horizon"))
 _EVENTS_AFTER = (
@@ -314,13 +324,14 @@ class SqlStore:
         try:
             with self._errors("write"), self._write_connection() as conn, conn.begin():
                 self._begin_write(conn)
-                self._local.conn, self._local.doomed = conn, False
+                self._local.conn, self._local.doomed, self._local.meta = conn, False, None
                 try:
                     yield conn
                     if self._local.doomed:
                         raise StoreError(f"{self.where}: a write failed part-way, so the whole batch was undone")
+                    self._save_meta(conn)
                 finally:
-                    self._local.conn = None
+                    self._local.conn = self._local.meta = None
         finally:
             self._writer.release()
         self._signal()
@@ -365,7 +376,8 @@ class SqlStore:
             with self._writing():
                 yield
             return
-        doomed = self._local.doomed
+        doomed, meta = self._local.doomed, self._local.meta
+        saved = None if meta is None else meta.copy()
         with self._errors("write"):
             held.exec_driver_sql("SAVEPOINT lahar_batch")
             try:
@@ -374,8 +386,32 @@ class SqlStore:
                 held.exec_driver_sql("ROLLBACK TO SAVEPOINT lahar_batch")
                 held.exec_driver_sql("RELEASE SAVEPOINT lahar_batch")
                 self._local.doomed = doomed  # what failed inside is undone
+                self._local.meta = saved  # and so are its versions
                 raise
             held.exec_driver_sql("RELEASE SAVEPOINT lahar_batch")
+
+    # ----------------------------------------------------------------- the counter
+
+    def _meta(self, conn: Connection) -> list[int]:
+        """This transaction's counter, compaction horizon and counter as read,
+        ``[version, compacted, version read]``: read from ``meta`` at its first write, kept
+        here until it commits (``_save_meta``); an undone inner batch puts back its copy."""
+        meta = self._local.meta
+        if meta is None:
+            version, compacted = self._driver.one(conn, _META, {})
+            meta = self._local.meta = [int(version), int(compacted), int(version)]
+        return meta
+
+    def _save_meta(self, conn: Connection) -> None:
+        """Write the counter back once, before the transaction commits, if a write moved it."""
+        meta = self._local.meta
+        if meta is not None and meta[0] != meta[2]:
+            self._driver.run(conn, _SET_META, {"version": meta[0], "compacted": meta[1]})
+
+    def _pending_meta(self) -> list[int] | None:
+        """The counter of this thread's open write transaction, if it has written: what its own
+        reads must see (``meta`` holds the value from before the transaction until it commits)."""
+        return getattr(self._local, "meta", None) if getattr(self._local, "conn", None) is not None else None
 
     def _signal(self) -> None:
         with self._changed:
@@ -385,6 +421,9 @@ class SqlStore:
     # ----------------------------------------------------------------- reads
 
     def current_version(self) -> int:
+        pending = self._pending_meta()
+        if pending is not None:
+            return pending[0]
         with self._reading() as conn:  # the driver's cursor: asked before every watch of a request
             (version,) = self._driver.one(conn, _CURRENT, {})
         return int(version)
@@ -402,7 +441,8 @@ class SqlStore:
             query, params = _LIST_IN_NAMESPACE, {**params, "k_namespace": namespace}
         with self._reading() as conn:  # the driver's cursor: a list may be of 100,000 objects
             rows = self._driver.all(conn, query, params)
-            (version,) = self._driver.one(conn, _CURRENT, {})
+            pending = self._pending_meta()
+            (version,) = self._driver.one(conn, _CURRENT, {}) if pending is None else pending[:1]
         rows.sort(key=itemgetter(0))  # here, not in SQL: collations differ between databases
         items = [from_json(body) for _, body in rows]
         return [obj for obj in items if labels_match(obj, label_selector)], int(version)
@@ -433,7 +473,8 @@ class SqlStore:
             query = _events_of_kinds_after(len(kinds))
             params.update((f"kind{i}", kind) for i, kind in enumerate(sorted(kinds)))
         with self._reading() as conn:  # the driver's cursor: a watch runs on every request
-            (compacted,) = self._driver.one(conn, _COMPACTED, {})
+            pending = self._pending_meta()
+            (compacted,) = self._driver.one(conn, _COMPACTED, {}) if pending is None else pending[1:2]
             if since < compacted:
                 raise gone(since, compacted)
             rows = self._driver.all(conn, query, params)
@@ -448,9 +489,8 @@ class SqlStore:
         body = new_object(obj, self.clock, owned)
         kind, key = object_key(body)
         with self._writing() as conn:
-            if self._driver.one(conn, _GET_BODY, {"k_kind": kind, "k_key": key}) is not None:
+            if not self._write(conn, "ADDED", kind, key, body):
                 raise AlreadyExists(kind, key)
-            self._write(conn, "ADDED", kind, key, body)
         return body
 
     def update(self, obj: dict, owned: bool = False) -> dict:
@@ -458,12 +498,15 @@ class SqlStore:
         wanted = (obj.get("metadata") or {}).get("resourceVersion")
         with self._writing() as conn:
             if owned and wanted not in (None, ""):  # the caller vouches for the rest: see Store
-                body = obj
-                check_version(kind, key, wanted, self._stored_version(conn, kind, key), "update")
-            else:
-                stored = self._stored(conn, kind, key)
-                check_version(kind, key, wanted, stored, "update")
-                body = replacement(obj, stored)
+                if not self._write(conn, "MODIFIED", kind, key, obj, at=_as_version(wanted)):
+                    check_version(kind, key, wanted, self._stored_version(conn, kind, key), "update")
+                    raise Conflict(  # not met: check_version reads what the update compared with
+                        f'cannot update {kind} "{key}" at resourceVersion {wanted}; read it again'
+                    )
+                return obj
+            stored = self._stored(conn, kind, key)
+            check_version(kind, key, wanted, stored, "update")
+            body = replacement(obj, stored)
             self._write(conn, "MODIFIED", kind, key, body)
         return body
 
@@ -487,45 +530,59 @@ class SqlStore:
             raise NotFound(kind, key)
         return from_json(row[0])
 
-    def _write(self, conn: Connection, change: ChangeType, kind: str, key: str, body: dict) -> None:
-        """Take the next version, stamp it on ``body``, write the row and the event, compact."""
+    def _write(
+        self, conn: Connection, change: ChangeType, kind: str, key: str, body: dict, at: int | None = None
+    ) -> bool:
+        """Stamp the next version on ``body``, write the row and the event, compact. False, with
+        nothing changed and ``body`` as it was, when the row's statement changed nothing: a
+        create whose key is taken, an update ``at`` a version the row no longer has. A write
+        that fails part-way (any error once the row's statement ran) dooms its batch."""
+        meta = self._meta(conn)
+        version = meta[0] + 1
+        stamped = body["metadata"]
+        before = stamped.get("resourceVersion")
+        stamped["resourceVersion"] = str(version)
         try:
-            self._write_rows(conn, change, kind, key, body)
+            doc = to_json(body)
+        except BadRequest:
+            _restore_version(stamped, before)
+            raise
+        try:
+            if not self._write_row(conn, change, kind, key, body, doc, version, at):
+                _restore_version(stamped, before)
+                return False
+            self._driver.run(
+                conn,
+                _INSERT_EVENT,
+                {"resource_version": version, "type": change, "kind": kind, "key": key, "body": doc},
+            )
+            meta[0] = version
+            horizon = compaction_horizon(version, meta[1], self.retention)
+            if horizon is not None:
+                conn.execute(_COMPACT_EVENTS, {"horizon": horizon})
+                meta[1] = horizon
         except BaseException:
             if getattr(self._local, "conn", None) is conn:
                 self._local.doomed = True  # rows may be half written: the batch must not commit
             raise
+        return True
 
-    def _write_rows(self, conn: Connection, change: ChangeType, kind: str, key: str, body: dict) -> None:
+    def _write_row(
+        self, conn: Connection, change: ChangeType, kind: str, key: str, body: dict, doc: str, version: int, at: int | None
+    ) -> bool:
+        """The object's row: False when the statement changed nothing (see ``_write``)."""
         driver = self._driver
-        version, compacted = driver.one(conn, _NEXT_VERSION, {})
-        body["metadata"]["resourceVersion"] = str(version)
-        doc = to_json(body)
         if change == "ADDED":
-            row = {
-                "kind": kind,
-                "key": key,
-                "namespace": stored_namespace(body),
-                "name": body["metadata"]["name"],
-            }
-            driver.run(conn, _INSERT_OBJECT, {**row, "resource_version": version, "body": doc})
-        elif change == "MODIFIED":
-            driver.run(
-                conn,
-                _REPLACE_OBJECT,
-                {"k_kind": kind, "k_key": key, "new_version": version, "new_body": doc},
-            )
-        else:
+            row = {"kind": kind, "key": key, "namespace": stored_namespace(body), "name": body["metadata"]["name"]}
+            return driver.count(conn, _INSERT_NEW_OBJECT, {**row, "resource_version": version, "body": doc}) == 1
+        if change == "DELETED":
             driver.run(conn, _DELETE_OBJECT, {"k_kind": kind, "k_key": key})
-        driver.run(
-            conn,
-            _INSERT_EVENT,
-            {"resource_version": version, "type": change, "kind": kind, "key": key, "body": doc},
-        )
-        horizon = compaction_horizon(version, compacted, self.retention)
-        if horizon is not None:
-            conn.execute(_COMPACT_EVENTS, {"horizon": horizon})
-            conn.execute(_SET_COMPACTED, {"horizon": horizon})
+            return True
+        params = {"k_kind": kind, "k_key": key, "new_version": version, "new_body": doc}
+        if at is None:
+            driver.run(conn, _REPLACE_OBJECT, params)
+            return True
+        return driver.count(conn, _REPLACE_OBJECT_AT, {**params, "k_version": at}) == 1
 
     def close(self) -> None:
         """Release the database (idempotent). Later calls raise ``StoreError``."""
@@ -572,6 +629,14 @@ class _DriverStatements:
     def run(self, conn: Connection, statement, params: dict) -> None:
         self._execute(conn, statement, params).close()
 
+    def count(self, conn: Connection, statement, params: dict) -> int:
+        """How many rows the statement changed."""
+        cursor = self._execute(conn, statement, params)
+        try:
+            return cursor.rowcount
+        finally:
+            cursor.close()
+
     def one(self, conn: Connection, statement, params: dict) -> tuple | None:
         """The first row, or None."""
         cursor = self._execute(conn, statement, params)
@@ -587,6 +652,25 @@ class _DriverStatements:
             return cursor.fetchall()
         finally:
             cursor.close()
+
+
+def _as_version(wanted: object) -> int:
+    """A resource version as the counter writes it (``str(n)``) as that number; -1, which no
+    row has, for anything else (as ``check_version`` compares the texts)."""
+    if isinstance(wanted, int) and not isinstance(wanted, bool):
+        return wanted if 0 <= wanted < 2**63 else -1
+    text = str(wanted)
+    if text.isascii() and text.isdigit() and len(text) < 19 and text == str(int(text)):
+        return int(text)
+    return -1
+
+
+def _restore_version(metadata: dict, before: str | None) -> None:
+    """Give a refused write's object back its own ``resourceVersion`` (or none)."""
+    if before is None:
+        metadata.pop("resourceVersion", None)
+    else:
+        metadata["resourceVersion"] = before
 
 
 def _cause(exc: BaseException, busy_timeout: float) -> str:
