@@ -40,6 +40,7 @@ import json
 import threading
 import time
 from collections.abc import Callable, Iterator
+from typing import Any
 from contextlib import contextmanager
 from operator import itemgetter
 
@@ -609,21 +610,28 @@ class _DriverStatements:
 
     def __init__(self, dialect) -> None:
         self.dialect = dialect
-        self._compiled: dict[object, tuple[str, tuple[str, ...] | None, dict]] = {}
+        self._compiled: dict[object, tuple[str, Callable[[dict], Any]]] = {}
 
-    def _prepared(self, statement) -> tuple[str, tuple[str, ...] | None, dict]:
+    def _prepared(self, statement) -> tuple[str, Callable[[dict], Any]]:
+        """The statement's text for the dialect, and how to make the driver's parameters of the
+        caller's: for a positional driver (SQLite) a tuple in the statement's order, picked by
+        one ``itemgetter`` call (a value the statement itself holds, as ``id = 1``, is taken
+        from it when the caller gives none); for others a dict."""
         found = self._compiled.get(statement)
         if found is None:
             compiled = statement.compile(dialect=self.dialect)
-            names = tuple(compiled.positiontup) if self.dialect.positional else None
-            found = self._compiled[statement] = (compiled.string, names, dict(compiled.params))
+            defaults = dict(compiled.params)
+            if self.dialect.positional:
+                found = (compiled.string, _positional(tuple(compiled.positiontup), defaults))
+            else:
+                found = (compiled.string, lambda params: {**defaults, **params})
+            self._compiled[statement] = found
         return found
 
     def _execute(self, conn: Connection, statement, params: dict):
-        text_, names, defaults = self._prepared(statement)
-        values = {**defaults, **params}
-        cursor = conn.connection.cursor()
-        cursor.execute(text_, tuple(values[n] for n in names) if names is not None else values)
+        text_, arguments = self._prepared(statement)
+        cursor = conn.connection.dbapi_connection.cursor()
+        cursor.execute(text_, arguments(params))
         return cursor
 
     def run(self, conn: Connection, statement, params: dict) -> None:
@@ -652,6 +660,23 @@ class _DriverStatements:
             return cursor.fetchall()
         finally:
             cursor.close()
+
+
+def _positional(names: tuple[str, ...], defaults: dict) -> Callable[[dict], tuple]:
+    """Parameters in ``names`` order from the caller's dict; ``defaults`` fill what it lacks."""
+    if not names:
+        return lambda params: ()
+    pick = itemgetter(*names)
+    single = len(names) == 1
+
+    def arguments(params: dict) -> tuple:
+        try:
+            picked = pick(params)
+        except KeyError:
+            picked = pick({**defaults, **params})
+        return (picked,) if single else picked
+
+    return arguments
 
 
 def _as_version(wanted: object) -> int:
