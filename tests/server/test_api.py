@@ -307,3 +307,19 @@ def test_json_values_come_back_exactly_through_the_api(server):
     streamed = c.get(f"{Q}?watch=true&resourceVersion={int(version) - 1}&timeoutSeconds=0.5")
     first = json.loads(streamed.text.splitlines()[0])
     assert first["object"]["metadata"]["name"] == "exact" and {k: first["object"]["spec"].get(k) for k in extra} == extra
+
+
+def test_a_watch_stream_is_one_event_a_line_whatever_the_text_holds(server):
+    """U+2028, U+2029 and U+0085 are line ends to ``str.splitlines`` (and to httpx's
+    ``iter_lines``): inside an object's text they must not cut a watch event in two."""
+    c = server.client
+    version = int(c.get(Q).json()["metadata"]["resourceVersion"])
+    odd = "a\u2028b\u2029c\x85d"
+    body = queue("lines", weight=1)
+    body["metadata"]["annotations"] = {"note": odd}
+    assert c.post(Q, json=body).status_code == 201
+    lines = c.get(Q, params={"watch": "true", "resourceVersion": version, "timeoutSeconds": 0.5}).text.splitlines()
+    events = [json.loads(line) for line in lines]
+    assert [e["object"]["metadata"]["name"] for e in events] == ["lines"]
+    assert events[0]["object"]["metadata"]["annotations"]["note"] == odd
+    assert c.get(f"{Q}/lines").json()["metadata"]["annotations"]["note"] == odd

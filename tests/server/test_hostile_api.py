@@ -38,6 +38,7 @@ CASES = [
     ("unreadable JSON", "post", Q, {"content": b"{not json", "headers": JSON}, 400, "body: not valid JSON: Expecting property name enclosed in double quotes: line 1 column 2"),
     ("NaN in a body", "post", Q, {"content": b'{"kind": "Queue", "metadata": {"name": "hq"}, "spec": {"x": NaN}}', "headers": JSON}, 400, "body: not valid JSON: NaN is not a JSON number (JSON has no NaN or Infinity)"),
     ("Infinity in a body", "post", JOBS, {"content": b'{"spec": {"x": [-Infinity]}}', "headers": JSON}, 400, "body: not valid JSON: -Infinity is not a JSON number"),
+    ("a number past the floats", "post", Q, {"content": b'{"kind": "Queue", "metadata": {"name": "hq"}, "spec": {"x": 1e999}}', "headers": JSON}, 400, "body: not valid JSON: 1e999 is too large a number"),
     ("YAML sent to the API", "post", Q, {"content": b"a: b", "headers": {"content-type": "application/yaml"}}, 415, "Content-Type: application/json"),
     ("JSON 100 levels deep", "post", Q, {"content": b"[" * 100 + b"]" * 100, "headers": JSON}, 400, "request body: JSON nested deeper than 64"),
     ("2 MiB body", "post", Q, {"content": b" " * (2 << 20), "headers": JSON}, 413, "request body"),

@@ -8,6 +8,7 @@ and the nesting depth when a route reads its body here.
 from __future__ import annotations
 
 import json
+import math
 
 from typing import Any
 
@@ -33,6 +34,14 @@ def _not_a_number(name: str) -> None:
     raise ValueError(f"{name} is not a JSON number (JSON has no NaN or Infinity)")
 
 
+def _finite(text: str) -> float:
+    """A number too large for a float (``1e999``) reads as infinity, which JSON cannot hold."""
+    value = float(text)
+    if math.isinf(value):
+        raise ValueError(f"{text} is too large a number (it would be infinity)")
+    return value
+
+
 async def json_object(request: Request) -> dict:
     """The request's body: one JSON object, or a ``BadRequest`` naming what it is instead.
 
@@ -44,7 +53,7 @@ async def json_object(request: Request) -> dict:
     if not raw.strip():
         raise BadRequest("body: required: send a JSON object")
     try:
-        value = json.loads(raw, parse_constant=_not_a_number)
+        value = json.loads(raw, parse_constant=_not_a_number, parse_float=_finite)
     except (ValueError, UnicodeDecodeError) as exc:
         raise BadRequest(f"body: not valid JSON: {exc}") from None
     if not isinstance(value, dict):

@@ -203,6 +203,10 @@ def json_bytes(obj: Any) -> bytes:
     subclasses, dates (orjson refuses these or writes them its own way) and any output that
     holds a ``null``, since orjson writes NaN and infinities as null where they must be refused.
     Those are written by the standard library (ASCII, as before), which gives the same data.
+    Either way the text is one line however a reader splits lines: orjson writes U+2028,
+    U+2029 and U+0085 as they are, which ``str.splitlines`` (and httpx's ``iter_lines``) take
+    for line ends, so those are escaped. Unlike the standard library, orjson writes a ``UUID``
+    as its text and an ``Enum`` member as its value instead of refusing them.
     """
     try:
         text = orjson.dumps(obj, option=_ORJSON_STRICT)
@@ -210,11 +214,21 @@ def json_bytes(obj: Any) -> bytes:
         pass
     else:
         if b"null" not in text:
+            if b"\xe2\x80\xa8" in text or b"\xe2\x80\xa9" in text or b"\xc2\x85" in text:
+                text = _escape_line_ends(text)
             return text
     try:
         return json.dumps(obj, separators=(",", ":"), allow_nan=False).encode()
     except (TypeError, ValueError) as exc:
         raise BadRequest(f"the object cannot be stored as JSON: {exc}") from None
+
+
+def _escape_line_ends(text: bytes) -> bytes:
+    """U+2028, U+2029 and U+0085 as ``\\u`` escapes: they can only be inside JSON strings (and in
+    UTF-8 each byte sequence below can only be that character)."""
+    return (
+        text.replace(b"\xe2\x80\xa8", b"\\u2028").replace(b"\xe2\x80\xa9", b"\\u2029").replace(b"\xc2\x85", b"\\u0085")
+    )
 
 
 def to_json(obj: Any) -> str:

@@ -40,9 +40,9 @@ import json
 import threading
 import time
 from collections.abc import Callable, Iterator
-from typing import Any
 from contextlib import contextmanager
 from operator import itemgetter
+from typing import Any
 
 from sqlalchemy import (
     BigInteger,
@@ -66,7 +66,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.exc import DBAPIError
 
-from lahar.errors import AlreadyExists, BadRequest, Conflict, LaharError, NotFound
+from lahar.errors import AlreadyExists, Conflict, LaharError, NotFound
 from lahar.store.base import (
     DEFAULT_RETENTION,
     ChangeType,
@@ -384,10 +384,14 @@ class SqlStore:
             try:
                 yield
             except BaseException:
-                held.exec_driver_sql("ROLLBACK TO SAVEPOINT lahar_batch")
-                held.exec_driver_sql("RELEASE SAVEPOINT lahar_batch")
+                try:
+                    held.exec_driver_sql("ROLLBACK TO SAVEPOINT lahar_batch")
+                except BaseException:
+                    self._local.doomed = True  # the inner writes stand: the batch must not commit
+                    raise
                 self._local.doomed = doomed  # what failed inside is undone
                 self._local.meta = saved  # and so are its versions
+                held.exec_driver_sql("RELEASE SAVEPOINT lahar_batch")
                 raise
             held.exec_driver_sql("RELEASE SAVEPOINT lahar_batch")
 
@@ -545,7 +549,7 @@ class SqlStore:
         stamped["resourceVersion"] = str(version)
         try:
             doc = to_json(body)
-        except BadRequest:
+        except BaseException:  # not JSON data (BadRequest), or too deep to write
             _restore_version(stamped, before)
             raise
         try:
@@ -630,7 +634,7 @@ class _DriverStatements:
 
     def _execute(self, conn: Connection, statement, params: dict):
         text_, arguments = self._prepared(statement)
-        cursor = conn.connection.dbapi_connection.cursor()
+        cursor = conn.connection.dbapi_connection.cursor()  # type: ignore[union-attr]
         cursor.execute(text_, arguments(params))
         return cursor
 

@@ -126,4 +126,4 @@ def _begin(conn: Connection) -> None:
     """On the driver's connection: through ``exec_driver_sql`` a ``BEGIN`` cost as much as a
     write's statements together (every read and write transaction takes one)."""
     statement = "BEGIN IMMEDIATE" if conn.get_execution_options().get(WRITE_OPTION) else "BEGIN"
-    conn.connection.dbapi_connection.execute(statement).close()
+    conn.connection.dbapi_connection.execute(statement).close()  # type: ignore[union-attr]
