@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import math
-
 from typing import Any
 
 from fastapi import Request

@@ -302,9 +302,9 @@ class SqlStore:
     def _writing(self) -> Iterator[Connection]:
         """This thread's write transaction: a new one, or its open batch's.
 
-        A write inside a batch takes no savepoint of its own: its checks (NotFound, Conflict,
-        AlreadyExists) come before it changes anything, so a refused write leaves nothing to
-        undo. A write that fails part-way (a database error, or any error once it has begun
+        A write inside a batch takes no savepoint of its own: a refused write (NotFound,
+        Conflict, AlreadyExists) is refused by a read, or by the row's own statement changing
+        no row, before anything changed, so it leaves nothing to undo. A write that fails part-way (a database error, or any error once it has begun
         changing rows) dooms its batch instead: the batch is undone when it ends, never
         committed with half a write in it.
         """
@@ -605,9 +605,9 @@ class _DriverStatements:
     transaction, each compiled once for the dialect.
 
     Why: through ``Connection.execute`` each statement costs tens of microseconds of Python
-    (execution context, result wrapping) against a few for the driver itself, and a write is
-    four or five statements (measured: the largest cost of the server's control loop after
-    the savepoints). The statements carry plain strings and integers, which need no type
+    (execution context, result wrapping) against a few for the driver itself, and every write
+    runs two or more (measured: the largest cost of the server's control loop after the
+    savepoints, when a write was four). The statements carry plain strings and integers, which need no type
     processing; so do the watch's reads (a watch runs on every request) and lists (whose rows
     SQLAlchemy would wrap one by one). Other reads keep going through SQLAlchemy.
     """
