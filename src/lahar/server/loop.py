@@ -31,6 +31,7 @@ store, and is never bound twice.
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import json
 import logging
 import threading
@@ -67,6 +68,10 @@ class StoreWorld(World):
 
     def __init__(self, service: ApiService, events: EventLog | None = None) -> None:
         self._unreconciled: set[tuple[str, str]] = set()  # (kind, key) for reconcile_all to look at
+        # vcjob and pod key -> when it came into its table: the tables' own order (a dict keeps
+        # its keys by first insertion; one deleted and put back comes last), for reconcile_all
+        self._arrival: dict[str, dict[str, int]] = {"Job": {}, "Pod": {}}
+        self._arrivals = itertools.count()
         self.service = service
         self.event_log = events or EventLog(service.store, service.clock)
         super().__init__(raw=True)  # the store already holds root and default
@@ -201,11 +206,16 @@ class StoreWorld(World):
         self.event_log.emit("Queue", target.name, reason, message, type_, queue=target.name, now=now)
 
     def ingest(self, obj: ApiObject) -> None:
+        arrival = self._arrival.get(obj.kind) if isinstance(obj, (Job, Pod)) else None
+        if arrival is not None and obj.key not in arrival:
+            arrival[obj.key] = next(self._arrivals)
         super().ingest(obj)
         if isinstance(obj, Job) or (isinstance(obj, Pod) and obj.group_name is None):
             self._unreconciled.add((obj.kind, obj.key))
 
     def forget(self, obj: ApiObject) -> None:
+        if isinstance(obj, (Job, Pod)):
+            self._arrival[obj.kind].pop(obj.key, None)
         super().forget(obj)
         if isinstance(obj, PodGroup) and obj.key in self.jobs:  # a vcjob's podgroup went away: made again
             self._unreconciled.add(("Job", obj.key))
@@ -214,16 +224,16 @@ class StoreWorld(World):
         """What the job and podgroup controllers do, for every vcjob and bare pod that came or
         changed since the last call, or whose podgroup went away (for the others ``reconcile``
         would do nothing: it is idempotent). In table order, as a pass over every object would
-        take them: one look at each key, not a reconcile of each object."""
+        take them (by ``_arrival``): a look at each marked key, not at every object."""
         marked, self._unreconciled = self._unreconciled, set()
-        if not marked:
-            return
-        for key, job in list(self.jobs.items()):
-            if ("Job", key) in marked:
-                self.reconcile(job)
-        for key, pod in list(self.pods.items()):
-            if ("Pod", key) in marked and pod.group_name is None:
-                self.reconcile(pod)
+        for kind, table in (("Job", self.jobs), ("Pod", self.pods)):
+            arrival = self._arrival[kind]
+            keys = [key for marked_kind, key in marked if marked_kind == kind and key in table]
+            keys.sort(key=arrival.__getitem__)
+            for key in keys:
+                obj = table[key]
+                if not isinstance(obj, Pod) or obj.group_name is None:
+                    self.reconcile(obj)
 
     def write_reasons(self, result: CycleResult, now: float | None = None) -> None:
         """Each waiting job's reason, as an annotation on its podgroup (cleared once it runs);
