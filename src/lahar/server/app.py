@@ -30,7 +30,6 @@ from fastapi import Depends, FastAPI, Query, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, PlainTextResponse, StreamingResponse
 from fastapi.staticfiles import StaticFiles
-from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from lahar import __version__
@@ -38,7 +37,7 @@ from lahar.errors import BadRequest, LaharError, NotFound
 from lahar.scheduler.cache import format_time
 from lahar.scheduler.reasons import quantities_text
 from lahar.server import events, forecast_routes, openapi, usage_routes
-from lahar.server.bodies import JSON_OBJECT_BODY, JsonAnswer, json_object
+from lahar.server.bodies import JSON_OBJECT_BODY, JsonAnswer, in_worker, json_object
 from lahar.server.limits import LimitsMiddleware
 from lahar.server.service import EVENT_KIND, ApiService
 from lahar.store.base import json_bytes, watch_through
@@ -163,7 +162,7 @@ def _add_resource_routes(app: FastAPI, service: ApiService, resource: Resource) 
         body.setdefault("apiVersion", resource.group_version)
         if body.get("kind") != resource.kind:
             raise BadRequest(f'kind "{body.get("kind")}" cannot be created at {resource.plural}')
-        return JsonAnswer(await run_in_threadpool(service.create, body, namespace, who=_who(request)), status_code=201)
+        return JsonAnswer(await in_worker(service.create, body, namespace, who=_who(request)), status_code=201)
 
     def get_object(request: Request, name: str, namespace: str | None = None) -> JsonAnswer:
         return JsonAnswer(service.get(resource.kind, key(namespace, name), who=_who(request)))
@@ -176,13 +175,13 @@ def _add_resource_routes(app: FastAPI, service: ApiService, resource: Resource) 
         if meta.get("name", name) != name:
             raise BadRequest(f'metadata.name "{meta.get("name")}" does not match the path\'s name "{name}"')
         meta["name"] = name
-        return JsonAnswer(await run_in_threadpool(service.update, body, namespace, who=_who(request)))
+        return JsonAnswer(await in_worker(service.update, body, namespace, who=_who(request)))
 
     async def patch_object(request: Request, name: str, namespace: str | None = None) -> JsonAnswer:
         """JSON merge patch (RFC 7386): only the fields sent change; null removes one. Without
         metadata.resourceVersion in the patch it applies to the object as stored now."""
         body = await json_object(request)
-        return JsonAnswer(await run_in_threadpool(service.patch, resource.kind, key(namespace, name), body, who=_who(request)))
+        return JsonAnswer(await in_worker(service.patch, resource.kind, key(namespace, name), body, who=_who(request)))
 
     def delete_object(request: Request, name: str, namespace: str | None = None) -> JsonAnswer:
         return JsonAnswer(service.delete(resource.kind, key(namespace, name), who=_who(request)))

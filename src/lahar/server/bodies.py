@@ -1,5 +1,6 @@
 """JSON in and out: request bodies that must be one JSON object (read, parsed and refused alike
-on every route), and the answers of the object routes.
+on every route), and the answers of the object routes; the worker threads the write routes
+hand the store's work to.
 
 The middleware in front (``server.limits``) has already checked the size, the content type
 and the nesting depth when a route reads its body here.
@@ -7,17 +8,22 @@ and the nesting depth when a route reads its body here.
 
 from __future__ import annotations
 
+import asyncio
+import functools
 import json
 import math
-from typing import Any
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, Callable, TypeVar
 
 from fastapi import Request
 from fastapi.responses import Response
 
 from lahar.errors import BadRequest
-from lahar.store.base import json_bytes
+from lahar.store.base import from_json, json_bytes
 
-__all__ = ["JSON_OBJECT_BODY", "JsonAnswer", "json_object"]
+__all__ = ["JSON_OBJECT_BODY", "JsonAnswer", "in_worker", "json_object"]
+
+T = TypeVar("T")
 
 # A JSON object request body as the OpenAPI document describes it, for routes that read it
 # with ``json_object`` instead of declaring a ``Body`` parameter (``openapi_extra``).
@@ -41,6 +47,23 @@ def _finite(text: str) -> float:
     return value
 
 
+# What reads a body that orjson refused or might misread: the standard library, refusing what
+# JSON cannot hold (orjson refuses NaN, Infinity and 1e999 itself: they come here and are
+# named), so every refusal's message is the standard library's
+_strict_loads = functools.partial(json.loads, parse_constant=_not_a_number, parse_float=_finite)
+
+# The write routes' worker threads: as many as Starlette's pool (anyio's default limit), handed
+# work by the event loop itself (``run_in_executor``), which costs less per request than
+# ``run_in_threadpool``'s capacity limiter and backend lookups
+_WORKERS = ThreadPoolExecutor(max_workers=40, thread_name_prefix="lahar-request")
+
+
+async def in_worker(call: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+    """``call(*args, **kwargs)`` on a worker thread, awaited: the store's writes block (locks,
+    the disk sync) and must not hold up the event loop."""
+    return await asyncio.get_running_loop().run_in_executor(_WORKERS, functools.partial(call, *args, **kwargs))
+
+
 async def json_object(request: Request) -> dict:
     """The request's body: one JSON object, or a ``BadRequest`` naming what it is instead.
 
@@ -52,7 +75,7 @@ async def json_object(request: Request) -> dict:
     if not raw.strip():
         raise BadRequest("body: required: send a JSON object")
     try:
-        value = json.loads(raw, parse_constant=_not_a_number, parse_float=_finite)
+        value = from_json(raw, _strict_loads)
     except (ValueError, UnicodeDecodeError) as exc:
         raise BadRequest(f"body: not valid JSON: {exc}") from None
     if not isinstance(value, dict):
