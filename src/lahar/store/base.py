@@ -265,8 +265,32 @@ def copy_json(obj: Any) -> Any:
 
 
 def rfc3339(seconds: float) -> str:
-    """``2026-11-22T16:27:20Z``: UTC, whole seconds, as Kubernetes writes timestamps."""
+    """``2026-11-22T16:27:20Z``: UTC, whole seconds, as Kubernetes writes timestamps.
+
+    The text of the last second written is kept (every object made in that second gets it):
+    formatting a time costs a few microseconds, and a busy server stamps thousands of objects
+    a second. Only a time well inside its second takes it: ``datetime`` rounds to the
+    microsecond, so a time less than half a microsecond before the next second is written
+    as the next (those, and times before 1970, are formatted each time)."""
+    if seconds >= 0:
+        whole = int(seconds)
+        if seconds - whole < _WELL_INSIDE:
+            last = _last_second
+            if last[0] == whole:
+                return last[1]
+            text = datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+            _remember_second(whole, text)
+            return text
     return datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+_WELL_INSIDE = 0.999999  # a whole microsecond before the next second: rounds down whatever the float error
+_last_second: tuple[int, str] = (-1, "")
+
+
+def _remember_second(whole: int, text: str) -> None:
+    global _last_second
+    _last_second = (whole, text)  # one tuple: a reader on another thread sees the old or the new
 
 
 def new_object(obj: dict, clock: Callable[[], float], owned: bool = False) -> dict:
