@@ -134,7 +134,7 @@ class StoreWorld(World):
         (uid, creation time, version), not parsed back."""
         body = obj.dump()
         body["metadata"].pop("resourceVersion", None)
-        table = next((t for kind, t in self._tables().items() if isinstance(obj, kind)), None)
+        table = self._table(obj)
         held = table.get(obj.key) if table is not None else None
         if table is not None and held is None:  # new here (a job's podgroup and pods): create first
             try:

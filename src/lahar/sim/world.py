@@ -44,6 +44,13 @@ class Rejection:
         return {"time": self.time, "kind": self.kind, "name": self.name, "message": self.message}
 
 
+# The tables of ``World`` by the kind of object each holds (the kinds are not subclasses of one
+# another), and the table name found for each class met so far
+_TABLES = (("queues", Queue), ("nodes", Node), ("podgroups", PodGroup), ("pods", Pod), ("classes", PriorityClass), ("jobs", Job))
+_TABLE_OF_TYPE: dict[type, str | None] = {}
+_UNSEEN = object()
+
+
 @dataclass
 class World:
     raw: bool = False
@@ -135,8 +142,12 @@ class World:
         """Write one object (here: keep it; a server's world also writes it to its store)."""
         self.ingest(obj)
 
-    def _tables(self) -> dict[type, dict]:
-        return {Queue: self.queues, Node: self.nodes, PodGroup: self.podgroups, Pod: self.pods, PriorityClass: self.classes, Job: self.jobs}
+    def _table(self, obj: ApiObject) -> dict | None:
+        """The table that holds objects of ``obj``'s kind (None for a kind without one)."""
+        name = _TABLE_OF_TYPE.get(type(obj), _UNSEEN)
+        if name is _UNSEEN:
+            name = _TABLE_OF_TYPE[type(obj)] = next((n for n, kind in _TABLES if isinstance(obj, kind)), None)
+        return None if name is None else getattr(self, name)
 
     def take_changed(self) -> set[str] | None:
         """The keys of the pods, podgroups and vcjobs taken in or let go since the last call;
@@ -152,9 +163,9 @@ class World:
     def ingest(self, obj: ApiObject) -> None:
         """Take an object as it now is into the tables and the scheduler's cache."""
         self._count_change(obj)
-        for kind, table in self._tables().items():
-            if isinstance(obj, kind):
-                table[obj.key] = obj
+        table = self._table(obj)
+        if table is not None:
+            table[obj.key] = obj
         if isinstance(obj, (PodGroup, Job)):
             self._touched.add(obj.key)
         self.live.put(obj)
@@ -186,9 +197,9 @@ class World:
     def forget(self, obj: ApiObject) -> None:
         """An object is gone: drop it from the tables and the cache."""
         self._count_change(obj)
-        for kind, table in self._tables().items():
-            if isinstance(obj, kind):
-                table.pop(obj.key, None)
+        table = self._table(obj)
+        if table is not None:
+            table.pop(obj.key, None)
         if isinstance(obj, (PodGroup, Job)):  # the memos of what was found up to date hold the last object
             for memo in (self._statuses_seen, self._phases_seen, self._reasons_seen):
                 memo.pop(obj.key, None)
