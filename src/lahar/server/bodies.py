@@ -9,6 +9,7 @@ and the nesting depth when a route reads its body here.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import functools
 import json
 import math
@@ -60,8 +61,10 @@ _WORKERS = ThreadPoolExecutor(max_workers=40, thread_name_prefix="lahar-request"
 
 async def in_worker(call: Callable[..., T], *args: Any, **kwargs: Any) -> T:
     """``call(*args, **kwargs)`` on a worker thread, awaited: the store's writes block (locks,
-    the disk sync) and must not hold up the event loop."""
-    return await asyncio.get_running_loop().run_in_executor(_WORKERS, functools.partial(call, *args, **kwargs))
+    the disk sync) and must not hold up the event loop. It runs in a copy of the caller's
+    context variables, as ``run_in_threadpool`` runs it."""
+    work = functools.partial(contextvars.copy_context().run, call, *args, **kwargs)
+    return await asyncio.get_running_loop().run_in_executor(_WORKERS, work)
 
 
 async def json_object(request: Request) -> dict:
