@@ -37,7 +37,7 @@ from lahar.errors import BadRequest, LaharError, NotFound
 from lahar.scheduler.cache import format_time
 from lahar.scheduler.reasons import quantities_text
 from lahar.server import events, forecast_routes, openapi, usage_routes
-from lahar.server.bodies import JSON_OBJECT_BODY, JsonAnswer, in_worker, json_object
+from lahar.server.bodies import JSON_OBJECT_BODY, JsonAnswer, PathOnlyRoute, in_worker, json_object
 from lahar.server.limits import LimitsMiddleware
 from lahar.server.service import EVENT_KIND, ApiService
 from lahar.store.base import json_bytes, watch_through
@@ -188,10 +188,12 @@ def _add_resource_routes(app: FastAPI, service: ApiService, resource: Resource) 
 
     # The routes answer with JsonAnswer; the documented answer is still a JSON object (dict)
     app.get(base, tags=tag, summary=f"List or watch {resource.plural}")(list_objects)
-    app.post(base, tags=tag, summary=f"Create a {resource.kind}", status_code=201, openapi_extra=JSON_OBJECT_BODY)(create_object)
+    # the writes read their own body and take only the path's parameters (PathOnlyRoute)
+    writes = {"openapi_extra": JSON_OBJECT_BODY, "route_class_override": PathOnlyRoute, "tags": tag}
+    app.router.add_api_route(base, create_object, methods=["POST"], summary=f"Create a {resource.kind}", status_code=201, **writes)
     app.get(f"{base}/{{name}}", tags=tag, summary=f"Read a {resource.kind}", response_model=dict)(get_object)
-    app.put(f"{base}/{{name}}", tags=tag, summary=f"Replace a {resource.kind}", openapi_extra=JSON_OBJECT_BODY, response_model=dict)(replace_object)
-    app.patch(f"{base}/{{name}}", tags=tag, summary=f"Change fields of a {resource.kind} (JSON merge patch)", openapi_extra=JSON_OBJECT_BODY, response_model=dict)(patch_object)
+    app.router.add_api_route(f"{base}/{{name}}", replace_object, methods=["PUT"], summary=f"Replace a {resource.kind}", response_model=dict, **writes)
+    app.router.add_api_route(f"{base}/{{name}}", patch_object, methods=["PATCH"], summary=f"Change fields of a {resource.kind} (JSON merge patch)", response_model=dict, **writes)
     app.delete(f"{base}/{{name}}", tags=tag, summary=f"Delete a {resource.kind}", response_model=dict)(delete_object)
     if resource.namespaced:
         def list_all(request: Request, labelSelector: str | None = Query(None)) -> JsonAnswer:

@@ -1,6 +1,7 @@
 """JSON in and out: request bodies that must be one JSON object (read, parsed and refused alike
 on every route), and the answers of the object routes; the worker threads the write routes
-hand the store's work to.
+hand the store's work to, and the route class that calls them without FastAPI's parameter
+solving.
 
 The middleware in front (``server.limits``) has already checked the size, the content type
 and the nesting depth when a route reads its body here.
@@ -11,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import functools
+import inspect
 import json
 import math
 from concurrent.futures import ThreadPoolExecutor
@@ -18,11 +20,12 @@ from typing import Any, Callable, TypeVar
 
 from fastapi import Request
 from fastapi.responses import Response
+from fastapi.routing import APIRoute
 
 from lahar.errors import BadRequest
 from lahar.store.base import from_json, json_bytes
 
-__all__ = ["JSON_OBJECT_BODY", "JsonAnswer", "in_worker", "json_object"]
+__all__ = ["JSON_OBJECT_BODY", "JsonAnswer", "PathOnlyRoute", "in_worker", "json_object"]
 
 T = TypeVar("T")
 
@@ -96,3 +99,24 @@ class JsonAnswer(Response):
 
     def render(self, content: Any) -> bytes:
         return json_bytes(content)
+
+
+class PathOnlyRoute(APIRoute):
+    """A route whose endpoint is a coroutine taking the request and the path's parameters (all
+    text, as the path matched them) and reading anything else itself (its body with
+    ``json_object``), answering with a ``Response``: it is called with them at once.
+
+    FastAPI's own handler would solve the endpoint's parameters against the request first
+    (about a tenth of a create's CPU in-process, ``bench/request.py``: the hot write routes
+    take nothing it could check). The route is still FastAPI's: matched, documented in the
+    OpenAPI document and covered by the application's error handlers as any other."""
+
+    def get_route_handler(self) -> Callable[[Request], Any]:
+        endpoint = self.endpoint
+        if not inspect.iscoroutinefunction(endpoint):
+            raise TypeError(f"{self.path}: a PathOnlyRoute's endpoint must be a coroutine function")
+
+        async def handler(request: Request) -> Response:
+            return await endpoint(request, **request.path_params)
+
+        return handler
