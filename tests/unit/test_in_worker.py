@@ -1,6 +1,6 @@
-"""``in_worker`` runs a write route's store work on a worker thread: the caller gets its value
-or its exception, and the work sees the caller's context variables (as Starlette's
-``run_in_threadpool`` gives them), not the worker thread's."""
+"""``in_worker`` runs a write route's store work on its application's writer thread: the caller
+gets its value or its exception, and the work sees the caller's context variables (as
+Starlette's ``run_in_threadpool`` gives them), not the worker thread's."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import threading
 import pytest
 
 from lahar.errors import Conflict
-from lahar.server.bodies import in_worker
+from lahar.server.bodies import in_worker, request_writer
 
 _REQUEST = contextvars.ContextVar("request", default="unset")
 
@@ -27,7 +27,7 @@ def _refuse() -> None:
 def test_the_work_runs_on_a_worker_with_the_callers_context():
     async def request() -> tuple[str, str, bool]:
         _REQUEST.set("r-1")
-        return await in_worker(_seen, "/a", suffix="/b")
+        return await in_worker(request_writer(), _seen, "/a", suffix="/b")
 
     value, thread, on_main = asyncio.run(request())
     assert value == "r-1/a/b" and thread.startswith("lahar-request") and not on_main
@@ -36,4 +36,4 @@ def test_the_work_runs_on_a_worker_with_the_callers_context():
 
 def test_the_works_exception_reaches_the_caller():
     with pytest.raises(Conflict, match="stale resourceVersion"):
-        asyncio.run(in_worker(_refuse))
+        asyncio.run(in_worker(request_writer(), _refuse))

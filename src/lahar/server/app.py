@@ -20,8 +20,10 @@ objects: 400 unreadable, 404 not found, 409 already exists or stale ``resourceVe
 
 from __future__ import annotations
 
+import inspect
 import json
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator
@@ -37,7 +39,7 @@ from lahar.errors import BadRequest, LaharError, NotFound
 from lahar.scheduler.cache import format_time
 from lahar.scheduler.reasons import quantities_text
 from lahar.server import events, forecast_routes, openapi, usage_routes
-from lahar.server.bodies import JSON_OBJECT_BODY, JsonAnswer, PathOnlyRoute, in_worker, json_object
+from lahar.server.bodies import JSON_OBJECT_BODY, JsonAnswer, PathOnlyRoute, in_worker, json_object, request_writer
 from lahar.server.limits import LimitsMiddleware
 from lahar.server.service import EVENT_KIND, ApiService
 from lahar.store.base import json_bytes, watch_through
@@ -97,8 +99,9 @@ def create_app(service: ApiService, loop: Any = None, metrics: Callable[[], str]
         problems = "; ".join(f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors())
         return JSONResponse(BadRequest(f"bad request: {problems}").to_status(), status_code=400)
 
+    writer = request_writer()
     for resource in RESOURCES:
-        _add_resource_routes(app, service, resource)
+        _add_resource_routes(app, service, resource, writer)
     _add_lahar_routes(app, service, loop, metrics)
     usage_routes.install(app, service, loop)
     events.install(app, service)
@@ -134,7 +137,7 @@ def _watch_stream(service: ApiService, resource: Resource, since: int, namespace
         version = seen  # everything of the kind up to here was read: not read again
 
 
-def _add_resource_routes(app: FastAPI, service: ApiService, resource: Resource) -> None:
+def _add_resource_routes(app: FastAPI, service: ApiService, resource: Resource, writer: ThreadPoolExecutor) -> None:
     tag = [resource.kind]
     base = f"{resource.prefix}/namespaces/{{namespace}}/{resource.plural}" if resource.namespaced else f"{resource.prefix}/{resource.plural}"
 
@@ -162,7 +165,7 @@ def _add_resource_routes(app: FastAPI, service: ApiService, resource: Resource) 
         body.setdefault("apiVersion", resource.group_version)
         if body.get("kind") != resource.kind:
             raise BadRequest(f'kind "{body.get("kind")}" cannot be created at {resource.plural}')
-        return JsonAnswer(await in_worker(service.create, body, namespace, who=_who(request)), status_code=201)
+        return JsonAnswer(await in_worker(writer, service.create, body, namespace, who=_who(request)), status_code=201)
 
     def get_object(request: Request, name: str, namespace: str | None = None) -> JsonAnswer:
         return JsonAnswer(service.get(resource.kind, key(namespace, name), who=_who(request)))
@@ -175,13 +178,13 @@ def _add_resource_routes(app: FastAPI, service: ApiService, resource: Resource) 
         if meta.get("name", name) != name:
             raise BadRequest(f'metadata.name "{meta.get("name")}" does not match the path\'s name "{name}"')
         meta["name"] = name
-        return JsonAnswer(await in_worker(service.update, body, namespace, who=_who(request)))
+        return JsonAnswer(await in_worker(writer, service.update, body, namespace, who=_who(request)))
 
     async def patch_object(request: Request, name: str, namespace: str | None = None) -> JsonAnswer:
         """JSON merge patch (RFC 7386): only the fields sent change; null removes one. Without
         metadata.resourceVersion in the patch it applies to the object as stored now."""
         body = await json_object(request)
-        return JsonAnswer(await in_worker(service.patch, resource.kind, key(namespace, name), body, who=_who(request)))
+        return JsonAnswer(await in_worker(writer, service.patch, resource.kind, key(namespace, name), body, who=_who(request)))
 
     def delete_object(request: Request, name: str, namespace: str | None = None) -> JsonAnswer:
         return JsonAnswer(service.delete(resource.kind, key(namespace, name), who=_who(request)))
@@ -190,6 +193,8 @@ def _add_resource_routes(app: FastAPI, service: ApiService, resource: Resource) 
     app.get(base, tags=tag, summary=f"List or watch {resource.plural}")(list_objects)
     # the writes read their own body and take only the path's parameters (PathOnlyRoute)
     writes = {"openapi_extra": JSON_OBJECT_BODY, "route_class_override": PathOnlyRoute, "tags": tag}
+    if not resource.namespaced:
+        create_object, replace_object, patch_object = map(_without_namespace, (create_object, replace_object, patch_object))
     app.router.add_api_route(base, create_object, methods=["POST"], summary=f"Create a {resource.kind}", status_code=201, **writes)
     app.get(f"{base}/{{name}}", tags=tag, summary=f"Read a {resource.kind}", response_model=dict)(get_object)
     app.router.add_api_route(f"{base}/{{name}}", replace_object, methods=["PUT"], summary=f"Replace a {resource.kind}", response_model=dict, **writes)
@@ -200,6 +205,15 @@ def _add_resource_routes(app: FastAPI, service: ApiService, resource: Resource) 
             return JsonAnswer(_list_document(resource, *service.list(resource.kind, None, _labels(labelSelector), who=_who(request))))
 
         app.get(f"{resource.prefix}/{resource.plural}", tags=tag, summary=f"List {resource.plural} in all namespaces", response_model=dict)(list_all)
+
+
+def _without_namespace(endpoint: Callable) -> Callable:
+    """``endpoint`` as the route of a kind without namespaces shows it to FastAPI: without its
+    ``namespace`` parameter (which keeps its default, None), so that it is neither documented
+    nor expected of the request."""
+    signature = inspect.signature(endpoint)
+    endpoint.__signature__ = signature.replace(parameters=[p for p in signature.parameters.values() if p.name != "namespace"])  # type: ignore[attr-defined]
+    return endpoint
 
 
 def _who(request: Request):

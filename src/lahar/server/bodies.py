@@ -25,7 +25,7 @@ from fastapi.routing import APIRoute
 from lahar.errors import BadRequest
 from lahar.store.base import from_json, json_bytes
 
-__all__ = ["JSON_OBJECT_BODY", "JsonAnswer", "PathOnlyRoute", "in_worker", "json_object"]
+__all__ = ["JSON_OBJECT_BODY", "JsonAnswer", "PathOnlyRoute", "in_worker", "json_object", "request_writer"]
 
 T = TypeVar("T")
 
@@ -56,21 +56,25 @@ def _finite(text: str) -> float:
 # named), so every refusal's message is the standard library's
 _strict_loads = functools.partial(json.loads, parse_constant=_not_a_number, parse_float=_finite)
 
-# The write routes' worker: one thread, handed work by the event loop itself
-# (``run_in_executor``, which costs less per request than ``run_in_threadpool``'s capacity
-# limiter and backend lookups). Every write takes the service's lock for its work, so writes run
-# one at a time whatever the threads: one thread runs them in the order they came, where a pool
-# of them would wait on the lock together and hand the interpreter back and forth (measured with
-# 16 clients: a third fewer futex calls per request, and 10 to 20% more pods bound per second)
-_WORKERS = ThreadPoolExecutor(max_workers=1, thread_name_prefix="lahar-request")
+def request_writer() -> ThreadPoolExecutor:
+    """The worker an application's write routes hand the store's work to: one thread, handed
+    work by the event loop itself (``in_worker``: ``run_in_executor``, which costs less per
+    request than ``run_in_threadpool``'s capacity limiter and backend lookups). Every write
+    takes the service's lock for its work, so writes run one at a time whatever the threads:
+    one thread runs them in the order they came, where a pool would wait on the lock together
+    and hand the interpreter back and forth (measured with 16 clients: a third fewer futex
+    calls per request, and 10 to 20% more pods bound per second). One per application: the
+    writes to one server never wait for another's lock. Its thread ends once the application
+    is gone."""
+    return ThreadPoolExecutor(max_workers=1, thread_name_prefix="lahar-request")
 
 
-async def in_worker(call: Callable[..., T], *args: Any, **kwargs: Any) -> T:
-    """``call(*args, **kwargs)`` on a worker thread, awaited: the store's writes block (locks,
-    the disk sync) and must not hold up the event loop. It runs in a copy of the caller's
-    context variables, as ``run_in_threadpool`` runs it."""
+async def in_worker(writer: ThreadPoolExecutor, call: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+    """``call(*args, **kwargs)`` on ``writer``'s thread (``request_writer``), awaited: the
+    store's writes block (locks, the disk sync) and must not hold up the event loop. It runs in
+    a copy of the caller's context variables, as ``run_in_threadpool`` runs it."""
     work = functools.partial(contextvars.copy_context().run, call, *args, **kwargs)
-    return await asyncio.get_running_loop().run_in_executor(_WORKERS, work)
+    return await asyncio.get_running_loop().run_in_executor(writer, work)
 
 
 async def json_object(request: Request) -> dict:
@@ -112,14 +116,26 @@ class PathOnlyRoute(APIRoute):
     FastAPI's own handler would solve the endpoint's parameters against the request first
     (about a tenth of a create's CPU in-process, ``bench/request.py``: the hot write routes
     take nothing it could check). The route is still FastAPI's: matched, documented in the
-    OpenAPI document and covered by the application's error handlers as any other."""
+    OpenAPI document and covered by the application's error handlers as any other. An endpoint
+    that declares anything else (a query parameter, a header, a body, a dependency) is refused
+    when the route is made: it would be documented and never read."""
 
     def get_route_handler(self) -> Callable[[Request], Any]:
         endpoint = self.endpoint
         if not inspect.iscoroutinefunction(endpoint):
             raise TypeError(f"{self.path}: a PathOnlyRoute's endpoint must be a coroutine function")
+        declared = self.dependant
+        unread = [field.name for kind in _NOT_PATH for field in getattr(declared, kind, ())]
+        unread += [f"a dependency ({dependency.call})" for dependency in declared.dependencies]
+        unread += [name for name in _SPECIAL if getattr(declared, name, None)]
+        if unread:
+            raise TypeError(f"{self.path}: a PathOnlyRoute's endpoint takes only the request and path parameters, not {', '.join(map(str, unread))}")
 
         async def handler(request: Request) -> Response:
             return await endpoint(request, **request.path_params)
 
         return handler
+
+
+_NOT_PATH = ("query_params", "header_params", "cookie_params", "body_params")
+_SPECIAL = ("response_param_name", "background_tasks_param_name", "security_scopes_param_name", "websocket_param_name")
