@@ -30,13 +30,8 @@ from lahar.scheduler.framework.config import default_config_text, load_config
 from lahar.server.main import build_server
 from lahar.store import open_store
 
-JOBS = "/apis/batch.volcano.sh/v1alpha1/namespaces/default/jobs"
-
-
-def job(name: str) -> dict:
-    container = {"name": "main", "image": "busybox", "resources": {"requests": {"cpu": "100m", "memory": "128Mi"}}}
-    task = {"name": "worker", "replicas": 1, "template": {"spec": {"containers": [container]}}}
-    return {"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job", "metadata": {"name": name}, "spec": {"queue": "bench", "minAvailable": 1, "tasks": [task]}}
+sys.path.insert(0, str(Path(__file__).parent))
+from api import API as JOBS, job  # noqa: E402  (the same vcjob as the end-to-end benchmark sends)
 
 
 async def post(app, body: bytes) -> None:

@@ -56,6 +56,7 @@ def _finite(text: str) -> float:
 # named), so every refusal's message is the standard library's
 _strict_loads = functools.partial(json.loads, parse_constant=_not_a_number, parse_float=_finite)
 
+
 def request_writer() -> ThreadPoolExecutor:
     """The worker an application's write routes hand the store's work to: one thread, handed
     work by the event loop itself (``in_worker``: ``run_in_executor``, which costs less per
