@@ -23,7 +23,6 @@ from __future__ import annotations
 import inspect
 import json
 import time
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator
@@ -39,9 +38,10 @@ from lahar.errors import BadRequest, LaharError, NotFound
 from lahar.scheduler.cache import format_time
 from lahar.scheduler.reasons import quantities_text
 from lahar.server import events, forecast_routes, openapi, usage_routes
-from lahar.server.bodies import JSON_OBJECT_BODY, JsonAnswer, PathOnlyRoute, in_worker, json_object, request_writer
+from lahar.server.bodies import JSON_OBJECT_BODY, JsonAnswer, PathOnlyRoute, json_object
 from lahar.server.limits import LimitsMiddleware
 from lahar.server.service import EVENT_KIND, ApiService
+from lahar.server.write_groups import WriteGroups, in_worker, request_writer
 from lahar.store.base import json_bytes, watch_through
 
 __all__ = ["create_app", "RESOURCES", "Resource"]
@@ -99,7 +99,7 @@ def create_app(service: ApiService, loop: Any = None, metrics: Callable[[], str]
         problems = "; ".join(f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors())
         return JSONResponse(BadRequest(f"bad request: {problems}").to_status(), status_code=400)
 
-    writer = request_writer()
+    writer = request_writer(service)
     for resource in RESOURCES:
         _add_resource_routes(app, service, resource, writer)
     _add_lahar_routes(app, service, loop, metrics)
@@ -137,7 +137,7 @@ def _watch_stream(service: ApiService, resource: Resource, since: int, namespace
         version = seen  # everything of the kind up to here was read: not read again
 
 
-def _add_resource_routes(app: FastAPI, service: ApiService, resource: Resource, writer: ThreadPoolExecutor) -> None:
+def _add_resource_routes(app: FastAPI, service: ApiService, resource: Resource, writer: WriteGroups) -> None:
     tag = [resource.kind]
     base = f"{resource.prefix}/namespaces/{{namespace}}/{resource.plural}" if resource.namespaced else f"{resource.prefix}/{resource.plural}"
 

@@ -1,7 +1,6 @@
 """JSON in and out: request bodies that must be one JSON object (read, parsed and refused alike
-on every route), and the answers of the object routes; the worker threads the write routes
-hand the store's work to, and the route class that calls them without FastAPI's parameter
-solving.
+on every route), and the answers of the object routes; and the route class that calls the
+write routes without FastAPI's parameter solving (their worker: ``server.write_groups``).
 
 The middleware in front (``server.limits``) has already checked the size, the content type
 and the nesting depth when a route reads its body here.
@@ -9,14 +8,11 @@ and the nesting depth when a route reads its body here.
 
 from __future__ import annotations
 
-import asyncio
-import contextvars
 import functools
 import inspect
 import json
 import math
-from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Callable, TypeVar
+from typing import Any, Callable
 
 from fastapi import Request
 from fastapi.responses import Response
@@ -25,9 +21,8 @@ from fastapi.routing import APIRoute
 from lahar.errors import BadRequest
 from lahar.store.base import from_json, json_bytes
 
-__all__ = ["JSON_OBJECT_BODY", "JsonAnswer", "PathOnlyRoute", "in_worker", "json_object", "request_writer"]
+__all__ = ["JSON_OBJECT_BODY", "JsonAnswer", "PathOnlyRoute", "json_object"]
 
-T = TypeVar("T")
 
 # A JSON object request body as the OpenAPI document describes it, for routes that read it
 # with ``json_object`` instead of declaring a ``Body`` parameter (``openapi_extra``).
@@ -55,27 +50,6 @@ def _finite(text: str) -> float:
 # JSON cannot hold (orjson refuses NaN, Infinity and 1e999 itself: they come here and are
 # named), so every refusal's message is the standard library's
 _strict_loads = functools.partial(json.loads, parse_constant=_not_a_number, parse_float=_finite)
-
-
-def request_writer() -> ThreadPoolExecutor:
-    """The worker an application's write routes hand the store's work to: one thread, handed
-    work by the event loop itself (``in_worker``: ``run_in_executor``, which costs less per
-    request than ``run_in_threadpool``'s capacity limiter and backend lookups). Every write
-    takes the service's lock for its work, so writes run one at a time whatever the threads:
-    one thread runs them in the order they came, where a pool would wait on the lock together
-    and hand the interpreter back and forth (measured with 16 clients: a third fewer futex
-    calls per request, and 10 to 20% more pods bound per second). One per application: the
-    writes to one server never wait for another's lock. Its thread ends once the application
-    is gone."""
-    return ThreadPoolExecutor(max_workers=1, thread_name_prefix="lahar-request")
-
-
-async def in_worker(writer: ThreadPoolExecutor, call: Callable[..., T], *args: Any, **kwargs: Any) -> T:
-    """``call(*args, **kwargs)`` on ``writer``'s thread (``request_writer``), awaited: the
-    store's writes block (locks, the disk sync) and must not hold up the event loop. It runs in
-    a copy of the caller's context variables, as ``run_in_threadpool`` runs it."""
-    work = functools.partial(contextvars.copy_context().run, call, *args, **kwargs)
-    return await asyncio.get_running_loop().run_in_executor(writer, work)
 
 
 async def json_object(request: Request) -> dict:

@@ -118,6 +118,12 @@ class ApiService:
         self.mirror.sync()
         return self.mirror
 
+    def reload_view(self) -> None:
+        """Read admission's mirror again from the store: after a transaction was undone that
+        it may have read inside (it follows the store's versions, which the undone writes used)."""
+        with self.lock:
+            self.mirror = MirrorView(self.store)
+
     # ----------------------------------------------------------------- writes
 
     def create(self, document: dict, namespace: str | None = None, who: Principal | None = None) -> dict:
