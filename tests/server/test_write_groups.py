@@ -167,3 +167,51 @@ def test_the_writer_thread_ends_once_the_writer_is_gone(service):
     gc.collect()
     thread.join(10)
     assert not thread.is_alive()
+
+
+def test_a_store_that_cannot_be_used_is_answered_and_the_writer_goes_on(service):
+    writer = WriteGroups(service)
+    service.store.close()  # as a database gone away: the write and the look at the store both fail
+    failed = writer.submit(_create(service, queue("q-x").manifest()))
+    assert isinstance(failed.exception(timeout=10), StoreError)
+    assert isinstance(writer.submit(lambda: 42).exception(timeout=10), StoreError)  # answered, not left waiting
+    assert writer.thread.is_alive()
+
+
+def test_an_exception_that_is_not_an_error_is_that_writes_answer_only(service):
+    writer = WriteGroups(service)
+
+    def leave() -> None:
+        raise SystemExit(3)
+
+    futures = _queued(service, writer, [_create(service, queue("q-a").manifest()), leave, _create(service, queue("q-b").manifest())])
+    assert [type(f.exception()) for f in futures] == [type(None), SystemExit, type(None)]
+    assert service.exists("Queue", "q-a") and service.exists("Queue", "q-b")
+    assert writer.submit(leave).exception(timeout=10).code == 3 and writer.thread.is_alive()
+
+
+def test_on_the_memory_store_each_write_runs_alone(tmp_path):
+    service = ApiService(open_store("memory://"))  # no disk sync to share
+    writer = WriteGroups(service)
+    futures = _queued(service, writer, [_create(service, queue(f"q-{n}").manifest()) for n in range(3)] + [_create(service, queue("q-0").manifest())])
+    assert (writer.groups, writer.writes) == (4, 4)
+    assert [type(f.exception()) for f in futures] == [type(None)] * 3 + [AlreadyExists]
+
+
+def test_a_group_whose_writes_were_all_cancelled_is_not_run(service):
+    sizes: list[int] = []
+    writer = WriteGroups(service, on_group=sizes.append)
+    with service.lock:
+        dropped = writer.submit(_create(service, queue("q-dropped").manifest()))
+        time.sleep(0.05)  # taken by the writer thread, which waits for the lock
+        assert dropped.cancel()
+    assert writer.submit(lambda: 42).result(timeout=10) == 42
+    assert sizes == [1] and not service.exists("Queue", "q-dropped")
+
+
+def test_the_server_counts_its_write_groups_in_its_metrics(sqlite_server):
+    client = sqlite_server.client
+    for n in range(3):
+        assert client.post("/apis/scheduling.volcano.sh/v1beta1/queues", json=queue(f"q-{n}").manifest()).status_code == 201
+    text = client.get("/metrics").text
+    assert "lahar_write_groups_total 3.0" in text and "lahar_grouped_writes_total 3.0" in text

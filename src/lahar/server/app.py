@@ -72,8 +72,15 @@ RESOURCES = (
 QUEUE_ACTIONS = {"open": "OpenQueue", "close": "CloseQueue", "suspend": "SuspendQueue", "resume": "ResumeQueue"}
 
 
-def create_app(service: ApiService, loop: Any = None, metrics: Callable[[], str] | None = None, tokens: Any = None) -> FastAPI:
-    """The application; with ``tokens`` (a ``TokenStore``) every request needs a bearer token."""
+def create_app(
+    service: ApiService,
+    loop: Any = None,
+    metrics: Callable[[], str] | None = None,
+    tokens: Any = None,
+    on_write_group: Callable[[int], None] | None = None,
+) -> FastAPI:
+    """The application; with ``tokens`` (a ``TokenStore``) every request needs a bearer token.
+    ``on_write_group(writes)`` is told of each group of write requests committed together."""
     app = FastAPI(title="Lahar", version=__version__, description="Queue-based batch scheduling for shared clusters.")
     app.state.service, app.state.loop = service, loop
     if tokens is not None:
@@ -99,7 +106,7 @@ def create_app(service: ApiService, loop: Any = None, metrics: Callable[[], str]
         problems = "; ".join(f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors())
         return JSONResponse(BadRequest(f"bad request: {problems}").to_status(), status_code=400)
 
-    writer = request_writer(service)
+    writer = request_writer(service, on_write_group)
     for resource in RESOURCES:
         _add_resource_routes(app, service, resource, writer)
     _add_lahar_routes(app, service, loop, metrics)
@@ -127,7 +134,7 @@ def _watch_stream(service: ApiService, resource: Resource, since: int, namespace
     while time.monotonic() < deadline:
         events, seen = watch_through(service.store, version, {resource.kind}, timeout=min(1.0, max(0.0, deadline - time.monotonic())))
         if filtered and events:
-            service.mirror.sync()
+            service.view()
         for event in events:
             if namespace and event.object.get("metadata", {}).get("namespace") != namespace:
                 continue

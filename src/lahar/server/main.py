@@ -56,7 +56,7 @@ def build_server(
     loop: Any = make_loop() if leadership is None else LeaderLoop(make_loop, leadership)
     tokens = TokenStore(store) if auth else None
     written = bootstrap_admin_token(tokens, home or lahar_home()) if tokens is not None else None
-    app = create_app(service, loop, metrics.text, tokens)
+    app = create_app(service, loop, metrics.text, tokens, metrics.observe_write_group)
     install_routes(app, loop)
     return Server(store, service, loop, metrics, app, tokens, written)
 

@@ -42,11 +42,21 @@ class QueueMetrics:
             "lahar_quiet_ticks", "Control-loop ticks that skipped the scheduling cycle: nothing changed since the last cycle looked", registry=reg
         )
         self.evictions = Counter("lahar_evictions_total", "Tasks evicted", ["reason"], registry=reg)
+        self.write_groups = Counter(
+            "lahar_write_groups",
+            "Groups of write requests committed together, one transaction and one disk sync each",
+            registry=reg,
+        )
+        self.grouped_writes = Counter("lahar_grouped_writes", "Write requests run in those groups", registry=reg)
         self.loop_cpu = Counter(
             "lahar_control_loop_cpu_seconds",
             "CPU seconds the control loop's thread spent in ticks (the rest of the process's CPU serves requests)",
             registry=reg,
         )
+
+    def observe_write_group(self, writes: int) -> None:
+        self.write_groups.inc()
+        self.grouped_writes.inc(writes)
 
     def observe_cycle(self, result: Any, seconds: float, queues: dict[str, Any]) -> None:
         self.cycle_seconds.observe(seconds)

@@ -85,6 +85,7 @@ class ApiService:
         with self.lock:
             self._ensure_builtin_queues()
             self.mirror = MirrorView(store)
+        self._view_forgotten = False
         self.access = Access(lambda name: self.mirror.queue(name))
 
     # ----------------------------------------------------------------- reads
@@ -105,7 +106,7 @@ class ApiService:
     def list(self, kind: str, namespace: str | None = None, labels: dict[str, str] | None = None, who: Principal | None = None) -> tuple[list[dict], int]:
         items, version = self.store.list(kind, namespace, labels)
         if who is not None and not who.admin:
-            self.mirror.sync()
+            self.view()
             items = [item for item in items if self.access.may_read(who, item)]
         return items, version
 
@@ -115,14 +116,17 @@ class ApiService:
 
     def view(self) -> MirrorView:
         """What admission may know: every queue, and each queue's unfinished podgroups, as stored now."""
+        if self._view_forgotten:
+            self.mirror = MirrorView(self.store)
+            self._view_forgotten = False
         self.mirror.sync()
         return self.mirror
 
-    def reload_view(self) -> None:
-        """Read admission's mirror again from the store: after a transaction was undone that
-        it may have read inside (it follows the store's versions, which the undone writes used)."""
-        with self.lock:
-            self.mirror = MirrorView(self.store)
+    def forget_view(self) -> None:
+        """Admission's mirror may have read writes that were then undone (it follows the store's
+        versions, which the undone writes used, and later writes use again): it is read again
+        from the store when next asked for."""
+        self._view_forgotten = True
 
     # ----------------------------------------------------------------- writes
 

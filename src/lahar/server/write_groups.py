@@ -13,9 +13,15 @@ a write that is refused (a conflict, a name taken by a write before it in the sa
 admission) or fails is undone alone and answered with its own error, and the writes after it
 see the store without it, exactly as if it had been refused alone. No write is answered before
 its group has committed, so every acknowledged write is on disk. If the commit itself fails,
-nothing of the group is kept and every write in it is answered with that error. Admission's
-in-memory mirror may then have read writes that were never kept: it is read again from the
-store (``ApiService.reload_view``).
+nothing of the group is kept and every write in it is answered with that error (a write
+refused on its own keeps its own refusal). Admission's in-memory mirror may then have read
+writes that were never kept: it is read again from the store (``ApiService.forget_view``).
+Whatever fails, every write taken is answered and the thread goes on.
+
+A call handed over (``submit``) runs inside its own savepoint, so its writes are all kept or
+none; the write routes' calls (create, replace, patch) make all theirs in one batch anyway.
+Only stores whose commit costs a disk sync or a round trip (``COMMIT_SYNCS``: SQLite,
+PostgreSQL) group writes: on the memory store each write runs alone, as it is.
 """
 
 from __future__ import annotations
@@ -42,13 +48,14 @@ _STOP = None
 class WriteGroups:
     """An application's writer thread, committing the writes queued together as one group.
 
-    ``groups`` and ``writes`` count the transactions committed and the writes run (their ratio
-    is the mean group size)."""
+    ``groups`` and ``writes`` count the groups run and the writes in them (their ratio is the
+    mean group size); ``on_group(writes)``, if given, is told of each group as it ends."""
 
-    def __init__(self, service: ApiService, limit: int = GROUP_LIMIT) -> None:
+    def __init__(self, service: ApiService, limit: int = GROUP_LIMIT, on_group: Callable[[int], None] | None = None) -> None:
         if limit < 1:
             raise ValueError(f"limit: must be at least 1, not {limit}")
         self.groups = self.writes = 0
+        self.on_group = on_group
         self._waiting: queue.SimpleQueue = queue.SimpleQueue()
         self.thread = threading.Thread(target=_serve, args=(weakref.ref(self), self._waiting, service, limit), name="lahar-request", daemon=True)
         self.thread.start()
@@ -63,23 +70,22 @@ class WriteGroups:
 
 
 def _serve(owner: weakref.ref, waiting: queue.SimpleQueue, service: ApiService, limit: int) -> None:
-    """The writer thread: wait for a write, take the lock, take every write waiting by then."""
+    """The writer thread: wait for a write, take the lock, take every write waiting by then.
+    Whatever fails, every write taken is answered and the thread goes on."""
+    grouped = getattr(service.store, "COMMIT_SYNCS", False)
     while True:
         first = waiting.get()
         if first is _STOP:
             return
         with service.lock:  # the control loop's tick may hold it: writes queue up meanwhile
-            group = [first]
-            while len(group) < limit:
-                try:
-                    item = waiting.get_nowait()
-                except queue.Empty:
-                    break
-                if item is _STOP:
-                    waiting.put(_STOP)  # end after this group
-                    break
-                group.append(item)
-            answers = _commit(service, [item for item in group if item[0].set_running_or_notify_cancel()])
+            group = [item for item in _take(first, waiting, limit if grouped else 1) if item[0].set_running_or_notify_cancel()]
+            if not group:
+                continue
+            try:
+                answers = _commit(service, group) if grouped else [_alone(service, *group[0])]
+            except BaseException as exc:  # noqa: BLE001 - the store cannot be used now: answer and go on
+                service.forget_view()
+                answers = [(done, None, exc) for done, _ in group]
         _count(owner, len(answers))
         for done, value, error in answers:
             if error is None:
@@ -88,55 +94,85 @@ def _serve(owner: weakref.ref, waiting: queue.SimpleQueue, service: ApiService, 
                 done.set_exception(error)
 
 
+def _take(first: tuple, waiting: queue.SimpleQueue, limit: int) -> list[tuple]:
+    """``first`` and the writes waiting after it, up to ``limit`` in all."""
+    group = [first]
+    while len(group) < limit:
+        try:
+            item = waiting.get_nowait()
+        except queue.Empty:
+            break
+        if item is _STOP:
+            waiting.put(_STOP)  # end after this group
+            break
+        group.append(item)
+    return group
+
+
 def _count(owner: weakref.ref, writes: int) -> None:
     """One more group of ``writes`` on the writer's counters (no reference to it is kept: the
     thread ends once the writer is gone)."""
     counters = owner()
     if counters is not None:
         counters.groups, counters.writes = counters.groups + 1, counters.writes + writes
+        if counters.on_group is not None:
+            counters.on_group(writes)
 
 
-def _commit(service: ApiService, group: list[tuple[Future, Callable[[], Any]]]) -> list[tuple[Future, Any, BaseException | None]]:
+Answer = tuple[Future, Any, "BaseException | None"]
+
+
+def _commit(service: ApiService, group: list[tuple[Future, Callable[[], Any]]]) -> list[Answer]:
     """Run the group's writes in one transaction, each in its own savepoint; their answers."""
-    if len(group) == 1:  # alone: the write's own transaction, as it would run without a worker
-        done, call = group[0]
-        return [_answer(service, done, call)]
-    answers: list[tuple[Future, Any, BaseException | None]] = []
+    answers: list[Answer] = []
     try:
         with service.store.batch():
             for done, call in group:
-                answers.append(_run_one(service, done, call))
+                answers.append(_in_savepoint(service, done, call))
     except BaseException as exc:  # noqa: BLE001 - the commit failed: nothing of the group was kept
-        service.reload_view()
+        service.forget_view()
         return [(done, None, error or exc) for done, _, error in answers] + [(done, None, exc) for done, _ in group[len(answers) :]]
     return answers
 
 
-def _run_one(service: ApiService, done: Future, call: Callable[[], Any]) -> tuple[Future, Any, BaseException | None]:
-    """One write of a group, undone alone (its savepoint) if it raises."""
-    return _answer(service, done, lambda: _in_savepoint(service, call))
-
-
-def _in_savepoint(service: ApiService, call: Callable[[], T]) -> T:
-    with service.store.batch():
-        return call()
-
-
-def _answer(service: ApiService, done: Future, call: Callable[[], Any]) -> tuple[Future, Any, BaseException | None]:
-    """``call``'s value or exception. After an exception its writes are undone: if admission's
-    mirror had read one of them, it is read again from the store."""
+def _in_savepoint(service: ApiService, done: Future, call: Callable[[], Any]) -> Answer:
+    """One write of a group, undone alone (its savepoint) if it raises. Admission's mirror is
+    then compared with the store inside the group's transaction, where no other writer can
+    have taken the versions the undone writes used: if it read one of them, it is read again."""
     try:
-        return done, call(), None
-    except Exception as exc:  # noqa: BLE001 - the write's own answer
-        if service.mirror.version > service.store.current_version():
-            service.reload_view()
+        with service.store.batch():
+            return done, call(), None
+    except BaseException as exc:  # noqa: BLE001 - the write's own answer, as an executor gives it
+        _after_undone(service)
         return done, None, exc
 
 
-def request_writer(service: ApiService) -> WriteGroups:
+def _alone(service: ApiService, done: Future, call: Callable[[], Any]) -> Answer:
+    """A write on a store whose commits cost no disk sync (memory): run as it is, alone. If it
+    raises, its writes were undone (the write routes make all of theirs in one batch): a mirror
+    that read one of them is read again."""
+    try:
+        return done, call(), None
+    except BaseException as exc:  # noqa: BLE001 - the write's own answer, as an executor gives it
+        _after_undone(service)
+        return done, None, exc
+
+
+def _after_undone(service: ApiService) -> None:
+    """After a write was undone: admission's mirror is forgotten if it is ahead of the store
+    (it read one of the undone writes), or if the store cannot say."""
+    try:
+        ahead = service.mirror.version > service.store.current_version()
+    except BaseException:  # noqa: BLE001 - the store cannot be read now
+        ahead = True
+    if ahead:
+        service.forget_view()
+
+
+def request_writer(service: ApiService, on_group: Callable[[int], None] | None = None) -> WriteGroups:
     """The worker an application's write routes hand the store's work to (``in_worker``): one
     per application, so the writes to one server never wait for another's lock."""
-    return WriteGroups(service)
+    return WriteGroups(service, on_group=on_group)
 
 
 async def in_worker(writer: WriteGroups, call: Callable[..., T], *args: Any, **kwargs: Any) -> T:

@@ -39,6 +39,8 @@ __all__ = ["MemoryStore"]
 class MemoryStore:
     """Objects by ``(kind, key)``, plus the last ``retention`` changes for watchers."""
 
+    COMMIT_SYNCS = False  # nothing to sync: the server's writer runs each write request alone
+
     def __init__(
         self, retention: int = DEFAULT_RETENTION, clock: Callable[[], float] = time.time
     ) -> None:

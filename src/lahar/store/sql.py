@@ -183,6 +183,9 @@ class SqlStore:
     # where a connection cannot be dropped by a server (SQLite); elsewhere the pool checks
     # each connection it hands out.
     KEEP_WRITE_CONNECTION = False
+    # A commit costs a disk sync (or a round trip): the server's writer commits write requests
+    # that queue up together in one transaction (``lahar.server.write_groups``).
+    COMMIT_SYNCS = True
     poll_interval = POLL_INTERVAL
 
     def __init__(
