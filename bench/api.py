@@ -11,8 +11,9 @@ runs from the first submit until the server's ``lahar_binds_total`` reaches ``--
 list afterwards confirms how many pods carry a node. Prints one JSON line: pods bound per second
 end to end, p50/p99 submit latency, submit and total seconds, and the server process's CPU seconds
 (per job too: the figure to compare on a busy machine, where wall time depends on the neighbours),
-and how much of it per job the control loop's ticks took (the rest served the requests); and the
+and how much of it per job the control loop's ticks took (the rest served the requests); the
 CPU the clients themselves spent per job (on a small machine they share its cores with the server);
+the write requests per commit (requests that queue up behind one another commit together);
 and, once every pod is bound, how long a list of all the pods takes to answer (median of 3, the
 answer read but not parsed).
 """
@@ -40,6 +41,7 @@ QUEUES = "/apis/scheduling.volcano.sh/v1beta1/queues"
 NODES = "/api/v1/nodes"
 NODE_PODS = 110
 LOOP_CPU = "lahar_control_loop_cpu_seconds_total"  # the control loop's ticks; the rest serves requests
+GROUPS, GROUPED = "lahar_write_groups_total", "lahar_grouped_writes_total"  # write requests committed together
 
 
 def free_port() -> int:
@@ -138,6 +140,7 @@ def main() -> None:
             cpu_before = cpu_seconds(server.pid)
             with httpx.Client(base_url=url, timeout=60, headers=headers) as c:
                 loop_before = metric(c, LOOP_CPU)
+                groups_before, grouped_before = metric(c, GROUPS), metric(c, GROUPED)
             start, client_cpu = time.perf_counter(), time.process_time()
             for t in threads:
                 t.start()
@@ -154,6 +157,7 @@ def main() -> None:
                 total = time.perf_counter() - start
                 cpu_after = cpu_seconds(server.pid)
                 loop_cpu = metric(c, LOOP_CPU) - loop_before
+                groups, grouped = metric(c, GROUPS) - groups_before, metric(c, GROUPED) - grouped_before
                 listed = []
                 for _ in range(3):  # the list of every pod, as a person or a dashboard asks for it
                     t = time.perf_counter()
@@ -182,6 +186,7 @@ def main() -> None:
                         "server_cpu_ms_per_job": round(1000 * (cpu_after - cpu_before) / args.jobs, 2) if cpu_before is not None and cpu_after is not None else None,
                         "loop_cpu_ms_per_job": round(1000 * loop_cpu / args.jobs, 2),
                         "client_cpu_ms_per_job": round(1000 * client_cpu / args.jobs, 2),
+                        "writes_per_commit": round(grouped / groups, 2) if groups else None,
                         "list_pods_ms": round(1000 * statistics.median(listed), 1),
                     }
                 )
