@@ -73,8 +73,8 @@ class ServerProcess:
         if not self.auth:
             command.append("--no-auth")
         self.home.mkdir(parents=True, exist_ok=True)
-        log = (self.home / f"server-{self.starts}.log").open("w")  # a file: a pipe nobody reads can block the server
-        self.process = subprocess.Popen(command, env={**os.environ, "LAHAR_HOME": str(self.home)}, stdout=log, stderr=subprocess.STDOUT)
+        with (self.home / f"server-{self.starts}.log").open("w") as log:  # a file: a pipe nobody reads can block the server
+            self.process = subprocess.Popen(command, env={**os.environ, "LAHAR_HOME": str(self.home)}, stdout=log, stderr=subprocess.STDOUT)
         self.starts += 1
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline and self.process.poll() is None:

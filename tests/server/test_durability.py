@@ -41,7 +41,14 @@ def start(db: str, port: int) -> subprocess.Popen:
         except httpx.HTTPError:
             time.sleep(0.1)
     proc.kill()
-    raise AssertionError(f"server did not start: {proc.stderr.read().decode()[-2000:]}")
+    _, err = proc.communicate(timeout=10)  # reads the pipe to its end and closes it
+    raise AssertionError(f"server did not start: {err.decode()[-2000:]}")
+
+
+def ended(proc: subprocess.Popen) -> None:
+    """Wait for a killed or stopped server and let go of its stderr pipe."""
+    proc.wait(10)
+    proc.stderr.close()
 
 
 def job(i: int) -> dict:
@@ -95,7 +102,7 @@ def test_kill_minus_nine_loses_nothing(tmp_path):
         acknowledged = submit_all(base, 60)
         time.sleep(0.3)
         os.kill(server.pid, signal.SIGKILL)
-        server.wait(10)
+        ended(server)
         server = start(db, port)
         stored = {j["metadata"]["name"] for j in httpx.get(base + JOBS, timeout=10).json()["items"]}
         assert acknowledged <= stored, f"lost acknowledged jobs: {sorted(acknowledged - stored)}"
@@ -111,4 +118,4 @@ def test_kill_minus_nine_loses_nothing(tmp_path):
         assert len(pods) == len(stored)  # one pod per job, none duplicated by the restart
     finally:
         server.kill()
-        server.wait(10)
+        ended(server)

@@ -158,6 +158,7 @@ def test_a_locked_database_stops_the_server_with_a_clear_error(tmp_path, pristin
     finally:
         holder.stdin.close()
         holder.wait(10)
+        holder.stdout.close()
     assert result.returncode == 1, result.stderr[-2000:]
     assert result.stderr.startswith(f"error: {db}: cannot open the database: the database is locked by another process"), result.stderr
     assert "stop the process that holds it" in result.stderr and "Traceback" not in result.stderr

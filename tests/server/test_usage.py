@@ -58,6 +58,7 @@ def stop(proc: subprocess.Popen) -> None:
     except subprocess.TimeoutExpired:
         proc.kill()
         proc.wait()
+    proc.stderr.close()
 
 
 class Served:
