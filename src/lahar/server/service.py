@@ -117,15 +117,17 @@ class ApiService:
     def view(self) -> MirrorView:
         """What admission may know: every queue, and each queue's unfinished podgroups, as stored now."""
         if self._view_forgotten:
-            self.mirror = MirrorView(self.store)
-            self._view_forgotten = False
+            with self.lock:  # the writes that forget it hold the lock: none is lost meanwhile
+                if self._view_forgotten:
+                    self.mirror = MirrorView(self.store)
+                    self._view_forgotten = False
         self.mirror.sync()
         return self.mirror
 
     def forget_view(self) -> None:
         """Admission's mirror may have read writes that were then undone (it follows the store's
         versions, which the undone writes used, and later writes use again): it is read again
-        from the store when next asked for."""
+        from the store when next asked for. Called with the lock held."""
         self._view_forgotten = True
 
     # ----------------------------------------------------------------- writes
