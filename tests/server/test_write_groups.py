@@ -215,3 +215,12 @@ def test_the_server_counts_its_write_groups_in_its_metrics(sqlite_server):
         assert client.post("/apis/scheduling.volcano.sh/v1beta1/queues", json=queue(f"q-{n}").manifest()).status_code == 201
     text = client.get("/metrics").text
     assert "lahar_write_groups_total 3.0" in text and "lahar_grouped_writes_total 3.0" in text
+
+
+def test_a_counter_that_fails_leaves_no_write_unanswered(service):
+    def broken(writes: int) -> None:
+        raise RuntimeError("metrics went away")
+
+    writer = WriteGroups(service, on_group=broken)
+    assert writer.submit(_create(service, queue("q-a").manifest())).result(timeout=10)["metadata"]["name"] == "q-a"
+    assert writer.submit(lambda: 42).result(timeout=10) == 42 and writer.groups == 2

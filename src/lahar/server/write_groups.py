@@ -29,6 +29,7 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import functools
+import logging
 import queue
 import threading
 import weakref
@@ -40,6 +41,7 @@ if TYPE_CHECKING:
 
 __all__ = ["GROUP_LIMIT", "WriteGroups", "in_worker", "request_writer"]
 
+log = logging.getLogger(__name__)
 T = TypeVar("T")
 GROUP_LIMIT = 64  # writes in one transaction at most: bounds a group's time under the lock
 _STOP = None
@@ -116,7 +118,10 @@ def _count(owner: weakref.ref, writes: int) -> None:
     if counters is not None:
         counters.groups, counters.writes = counters.groups + 1, counters.writes + writes
         if counters.on_group is not None:
-            counters.on_group(writes)
+            try:
+                counters.on_group(writes)
+            except Exception:  # noqa: BLE001 - a counter that fails must not leave writes unanswered
+                log.exception("write groups: on_group failed")
 
 
 Answer = tuple[Future, Any, "BaseException | None"]
