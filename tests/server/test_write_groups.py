@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import functools
 import gc
+import threading
 import time
 from contextlib import contextmanager
 
@@ -224,3 +225,40 @@ def test_a_counter_that_fails_leaves_no_write_unanswered(service):
     writer = WriteGroups(service, on_group=broken)
     assert writer.submit(_create(service, queue("q-a").manifest())).result(timeout=10)["metadata"]["name"] == "q-a"
     assert writer.submit(lambda: 42).result(timeout=10) == 42 and writer.groups == 2
+
+
+def test_a_reader_syncing_admission_meanwhile_cannot_hide_an_undone_write(service):
+    """A watch stream or a non-admin list brings admission's mirror up to date too. Were it to do
+    so outside the lock while a write reads the mirror and is then undone, it could set the
+    mirror's version back below what the mirror read, and the check after the undone write would
+    keep the write's queue. The reader is held inside its read of the store for as long as the
+    failing write runs, when it can get there."""
+    store = service.store
+    reader_in, write_read = threading.Event(), threading.Event()
+    real_watch = store.watch
+
+    def watch(since, kinds=None, timeout=0.0):
+        found = real_watch(since, kinds, timeout)
+        if threading.current_thread().name == "reader":
+            reader_in.set()
+            write_read.wait(0.5)
+        return found
+
+    store.watch = watch
+
+    def failing() -> None:
+        with service.lock, service.store.batch():
+            reader_in.wait(0.5)
+            service.create(queue("q-gone").manifest())
+            service.view()  # the mirror reads the queue inside the transaction
+            write_read.set()
+            raise RuntimeError("the write fails after it wrote")
+
+    reader = threading.Thread(target=service.view, name="reader")
+    writer = WriteGroups(service)
+    reader.start()
+    assert isinstance(writer.submit(failing).exception(timeout=10), RuntimeError)
+    reader.join(10)
+    store.watch = real_watch
+    later = writer.submit(_create(service, job("j-1").queue("q-gone").tasks(1, cpu=1).manifest()))
+    assert isinstance(later.exception(timeout=10), Invalid)

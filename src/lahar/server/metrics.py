@@ -44,7 +44,7 @@ class QueueMetrics:
         self.evictions = Counter("lahar_evictions_total", "Tasks evicted", ["reason"], registry=reg)
         self.write_groups = Counter(
             "lahar_write_groups",
-            "Groups of write requests committed together, one transaction and one disk sync each",
+            "Groups of write requests run together, one transaction and one disk sync each (counted whether or not the commit succeeded; on the memory store each write is a group)",
             registry=reg,
         )
         self.grouped_writes = Counter("lahar_grouped_writes", "Write requests run in those groups", registry=reg)

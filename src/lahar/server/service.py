@@ -116,13 +116,16 @@ class ApiService:
 
     def view(self) -> MirrorView:
         """What admission may know: every queue, and each queue's unfinished podgroups, as stored now."""
-        if self._view_forgotten:
-            with self.lock:  # the writes that forget it hold the lock: none is lost meanwhile
-                if self._view_forgotten:
-                    self.mirror = MirrorView(self.store)
-                    self._view_forgotten = False
-        self.mirror.sync()
-        return self.mirror
+        # Always under the lock: an unlocked sync (a watch stream, a non-admin list) racing the
+        # writer's own sync can move ``mirror.version`` back past writes the mirror has read,
+        # and the writer's "is the mirror ahead of the store" check after an undone write then
+        # keeps what was undone.
+        with self.lock:
+            if self._view_forgotten:
+                self.mirror = MirrorView(self.store)
+                self._view_forgotten = False
+            self.mirror.sync()
+            return self.mirror
 
     def forget_view(self) -> None:
         """Admission's mirror may have read writes that were then undone (it follows the store's
