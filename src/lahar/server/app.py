@@ -80,7 +80,7 @@ def create_app(
     on_write_group: Callable[[int], None] | None = None,
 ) -> FastAPI:
     """The application; with ``tokens`` (a ``TokenStore``) every request needs a bearer token.
-    ``on_write_group(writes)`` is told of each group of write requests committed together."""
+    ``on_write_group(writes)`` is told of each group of write requests run together."""
     app = FastAPI(title="Lahar", version=__version__, description="Queue-based batch scheduling for shared clusters.")
     app.state.service, app.state.loop = service, loop
     if tokens is not None:
