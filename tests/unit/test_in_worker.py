@@ -12,7 +12,7 @@ import pytest
 
 from lahar.errors import Conflict
 from lahar.server.service import ApiService
-from lahar.server.write_groups import in_worker, request_writer
+from lahar.server.write_groups import WriteGroups, in_worker
 from lahar.store import MemoryStore
 
 _REQUEST = contextvars.ContextVar("request", default="unset")
@@ -29,7 +29,7 @@ def _refuse() -> None:
 def test_the_work_runs_on_a_worker_with_the_callers_context():
     async def request() -> tuple[str, str, bool]:
         _REQUEST.set("r-1")
-        return await in_worker(request_writer(ApiService(MemoryStore())), _seen, "/a", suffix="/b")
+        return await in_worker(WriteGroups(ApiService(MemoryStore())), _seen, "/a", suffix="/b")
 
     value, thread, on_main = asyncio.run(request())
     assert value == "r-1/a/b" and thread.startswith("lahar-request") and not on_main
@@ -38,4 +38,4 @@ def test_the_work_runs_on_a_worker_with_the_callers_context():
 
 def test_the_works_exception_reaches_the_caller():
     with pytest.raises(Conflict, match="stale resourceVersion"):
-        asyncio.run(in_worker(request_writer(ApiService(MemoryStore())), _refuse))
+        asyncio.run(in_worker(WriteGroups(ApiService(MemoryStore())), _refuse))

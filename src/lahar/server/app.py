@@ -41,7 +41,7 @@ from lahar.server import events, forecast_routes, openapi, usage_routes
 from lahar.server.bodies import JSON_OBJECT_BODY, JsonAnswer, PathOnlyRoute, json_object
 from lahar.server.limits import LimitsMiddleware
 from lahar.server.service import EVENT_KIND, ApiService
-from lahar.server.write_groups import WriteGroups, in_worker, request_writer
+from lahar.server.write_groups import WriteGroups, in_worker
 from lahar.store.base import json_bytes, watch_through
 
 __all__ = ["create_app", "RESOURCES", "Resource"]
@@ -106,7 +106,7 @@ def create_app(
         problems = "; ".join(f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors())
         return JSONResponse(BadRequest(f"bad request: {problems}").to_status(), status_code=400)
 
-    writer = request_writer(service, on_write_group)
+    writer = WriteGroups(service, on_group=on_write_group)
     for resource in RESOURCES:
         _add_resource_routes(app, service, resource, writer)
     _add_lahar_routes(app, service, loop, metrics)

@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING, Any, Callable, TypeVar
 if TYPE_CHECKING:
     from lahar.server.service import ApiService
 
-__all__ = ["GROUP_LIMIT", "WriteGroups", "in_worker", "request_writer"]
+__all__ = ["GROUP_LIMIT", "WriteGroups", "in_worker"]
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -48,7 +48,8 @@ _STOP = None
 
 
 class WriteGroups:
-    """An application's writer thread, committing the writes queued together as one group.
+    """An application's writer thread, committing the writes queued together as one group. One
+    per application, so the writes to one server never wait for another's lock.
 
     ``groups`` and ``writes`` count the groups run and the writes in them (their ratio is the
     mean group size); ``on_group(writes)``, if given, is told of each group as it ends."""
@@ -84,7 +85,7 @@ def _serve(owner: weakref.ref, waiting: queue.SimpleQueue, service: ApiService, 
             if not group:
                 continue
             try:
-                answers = _commit(service, group) if grouped else [_alone(service, *group[0])]
+                answers = _commit(service, group) if grouped else [_answer(service, *group[0])]
             except BaseException as exc:  # noqa: BLE001 - the store cannot be used now: answer and go on
                 service.forget_view()
                 answers = [(done, None, exc) for done, _ in group]
@@ -144,18 +145,18 @@ def _in_savepoint(service: ApiService, done: Future, call: Callable[[], Any]) ->
     """One write of a group, undone alone (its savepoint) if it raises. Admission's mirror is
     then compared with the store inside the group's transaction, where no other writer can
     have taken the versions the undone writes used: if it read one of them, it is read again."""
-    try:
-        with service.store.batch():
-            return done, call(), None
-    except BaseException as exc:  # noqa: BLE001 - the write's own answer, as an executor gives it
-        _after_undone(service)
-        return done, None, exc
+    return _answer(service, done, functools.partial(_savepointed, service.store, call))
 
 
-def _alone(service: ApiService, done: Future, call: Callable[[], Any]) -> Answer:
-    """A write on a store whose commits cost no disk sync (memory): run as it is, alone. If it
-    raises, its writes were undone (the write routes make all of theirs in one batch): a mirror
-    that read one of them is read again."""
+def _savepointed(store: Any, call: Callable[[], T]) -> T:
+    with store.batch():
+        return call()
+
+
+def _answer(service: ApiService, done: Future, call: Callable[[], Any]) -> Answer:
+    """``call``'s value, or its exception once its writes were undone (in its savepoint in a
+    group; alone, on a store without a disk sync to share, in the one batch each write route
+    makes): a mirror that read one of them is then read again."""
     try:
         return done, call(), None
     except BaseException as exc:  # noqa: BLE001 - the write's own answer, as an executor gives it
@@ -172,12 +173,6 @@ def _after_undone(service: ApiService) -> None:
         ahead = True
     if ahead:
         service.forget_view()
-
-
-def request_writer(service: ApiService, on_group: Callable[[int], None] | None = None) -> WriteGroups:
-    """The worker an application's write routes hand the store's work to (``in_worker``): one
-    per application, so the writes to one server never wait for another's lock."""
-    return WriteGroups(service, on_group=on_group)
 
 
 async def in_worker(writer: WriteGroups, call: Callable[..., T], *args: Any, **kwargs: Any) -> T:
