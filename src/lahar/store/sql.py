@@ -307,9 +307,10 @@ class SqlStore:
 
         A write inside a batch takes no savepoint of its own: a refused write (NotFound,
         Conflict, AlreadyExists) is refused by a read, or by the row's own statement changing
-        no row, before anything changed, so it leaves nothing to undo. A write that fails part-way (a database error, or any error once it has begun
-        changing rows) dooms its batch instead: the batch is undone when it ends, never
-        committed with half a write in it.
+        no row, before anything changed, so it leaves nothing to undo. A write that fails
+        part-way (a database error, or any error once it has begun changing rows) dooms its
+        batch instead: the batch is undone when it ends, never committed with half a write in
+        it.
         """
         held = getattr(self._local, "conn", None)
         if held is not None:
@@ -610,8 +611,8 @@ class _DriverStatements:
     Why: through ``Connection.execute`` each statement costs tens of microseconds of Python
     (execution context, result wrapping) against a few for the driver itself, and every write
     runs two or more (measured: the largest cost of the server's control loop after the
-    savepoints, when a write was four). The statements carry plain strings and integers, which need no type
-    processing; so do the watch's reads (a watch runs on every request) and lists (whose rows
+    savepoints, when a write was four). The statements carry plain strings and integers, which
+    need no type processing; so do the watch's reads (a watch runs on every request) and lists (whose rows
     SQLAlchemy would wrap one by one). Other reads keep going through SQLAlchemy.
     """
 
