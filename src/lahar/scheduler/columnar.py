@@ -37,21 +37,28 @@ class NodeIndex:
         self.dims = names
         self.nodes = nodes
         self.row = {node.name: i for i, node in enumerate(nodes)}
+        # Each array made at once from all its rows (one conversion, not one per row and node):
+        # the same values ``refresh`` writes row by row.
         shape = (len(nodes), len(names))
-        self.alloc = np.zeros(shape)
-        self.idle = np.zeros(shape)
-        self.releasing = np.zeros(shape)
-        self.pipelined = np.zeros(shape)
-        self.used = np.zeros(shape)
-        self.pods = np.zeros(len(nodes))
-        self.max_pods = np.zeros(len(nodes))
+        alloc: list[float] = []
+        idle: list[float] = []
+        releasing: list[float] = []
+        pipelined: list[float] = []
+        used: list[float] = []
+        for node in nodes:
+            alloc += self._values(node.allocatable)
+            idle += self._values(node.idle)
+            releasing += self._values(node.releasing)
+            pipelined += self._values(node.pipelined)
+            used += self._values(node.used)
+        self.alloc, self.idle, self.releasing = _matrix(alloc, shape), _matrix(idle, shape), _matrix(releasing, shape)
+        self.pipelined, self.used = _matrix(pipelined, shape), _matrix(used, shape)
+        self.pods = np.array([len(node.tasks) for node in nodes], dtype=np.float64)
+        self.max_pods = np.array([node.max_task_num for node in nodes], dtype=np.float64)
         self._class_cache: dict[tuple, tuple[np.ndarray, np.ndarray] | None] = {}
-        self.changes: list[int] = []
+        self.changes: list[int] = list(range(len(nodes)))  # every row, as a refresh of each would leave it
         self.views: dict[tuple, "ClassView"] = {}
-        for i, node in enumerate(nodes):
-            self._fill(self.alloc[i], node.allocatable)
-            self.max_pods[i] = node.max_task_num
-            self.refresh(node)
+        for node in nodes:
             node.index = self
 
     def _values(self, res: Resource) -> list[float]:
@@ -62,9 +69,6 @@ class NodeIndex:
             if col is not None:
                 row[col] = value
         return row
-
-    def _fill(self, target: np.ndarray, res: Resource) -> None:
-        target[:] = self._values(res)
 
     def refresh(self, node: "NodeInfo") -> None:
         """Copy one node's current values into its row."""
@@ -116,6 +120,11 @@ class NodeIndex:
         first = np.bincount(short.argmax(axis=1), minlength=len(cols))
         names = {col: name for name, col in self.dims.items()}
         return {names[int(cols[k])]: int(n) for k, n in enumerate(first) if n}
+
+
+def _matrix(flat: list[float], shape: tuple[int, int]) -> np.ndarray:
+    """A float array of ``shape`` from its values row after row (also when there are none)."""
+    return np.array(flat, dtype=np.float64).reshape(shape)
 
 
 def _fits_row(values: list[float], room: list[float]) -> bool:
