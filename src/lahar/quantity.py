@@ -141,9 +141,11 @@ def canonical(value: str | int | float) -> str:
 
 def to_milli(value: str | int | float | Fraction) -> int:
     """The value in thousandths, rounded up (Kubernetes ``MilliValue``)."""
-    return math.ceil(parse_quantity(value) * 1000)
+    exact = parse_quantity(value)
+    return -(-exact.numerator * 1000 // exact.denominator)  # the ceiling, in integers: no Fraction made
 
 
 def to_units(value: str | int | float | Fraction) -> int:
     """The value in whole units, rounded up (Kubernetes ``Value``)."""
-    return math.ceil(parse_quantity(value))
+    exact = parse_quantity(value)
+    return -(-exact.numerator // exact.denominator)

@@ -87,6 +87,16 @@ def test_rounding_up_like_kubernetes():
 nanos = st.integers(min_value=-(10**24), max_value=10**24).map(lambda n: Fraction(n, 10**9))
 
 
+@given(st.fractions(max_denominator=10**12), st.integers(min_value=-(10**6), max_value=10**6))
+def test_rounding_up_is_the_ceiling_of_the_exact_value(fraction, whole):
+    """Negative values, whole numbers and fractions round up as ``math.ceil`` of the exact value."""
+    import math
+
+    for value in (fraction, Fraction(whole), fraction + whole):
+        assert to_milli(value) == math.ceil(value * 1000)
+        assert to_units(value) == math.ceil(value)
+
+
 @given(nanos, st.sampled_from(list(QuantityFormat)))
 def test_round_trip(value, fmt):
     assert parse_quantity(format_quantity(value, fmt)) == value

@@ -170,7 +170,8 @@ class Pod(ApiObject):
         sidecars = [c for c in self.spec.init_containers if c.restart_policy == "Always"]
         for container in [*self.spec.containers, *sidecars]:
             for name, qty in container.resources.effective_requests().items():
-                total[name] = total.get(name, Fraction(0)) + parse_quantity(qty)
+                exact = parse_quantity(qty)
+                total[name] = total[name] + exact if name in total else exact  # no Fraction(0) added first
         for container in self.spec.init_containers:
             if container.restart_policy == "Always":
                 continue
