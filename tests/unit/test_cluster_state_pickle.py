@@ -36,3 +36,25 @@ def test_a_state_pickled_when_it_kept_the_copies_itself_loads():
     for loaded in (older, again):
         jobs = loaded.snapshot()[0]
         assert list(jobs) == ["default/g"] and jobs["default/g"].tasks.keys() == state.jobs["default/g"].tasks.keys()
+
+
+def test_a_state_pickled_after_a_cycle_loads_with_its_copies_parts():
+    """A cycle leaves on each copy what proportion adds for it (``JobInfo.part``); read back,
+    the part is interned again (jobs alike share one) and the next cycle decides as before."""
+    from lahar.scheduler.cycle import run_cycle
+    from lahar.scheduler.framework.config import default_config_text, load_config
+    from lahar.scheduler.plugins.queueattr import JobPart
+
+    objects = [queue("q").build(), node("n1", cpu=4)]
+    for name in ("a", "b"):
+        objects += [podgroup(name).queue("q").min_member(1).build(), pod(f"{name}-0").group(name).requests(cpu=1).build()]
+    state = ClusterState.from_objects(objects)
+    conf = load_config(default_config_text())
+    first = run_cycle(state, conf, 0.0)
+    copies = [job.twin for job in state.jobs.values()]
+    assert all(isinstance(copy.part, JobPart) for copy in copies) and copies[0].part is copies[1].part
+    loaded = pickle.loads(pickle.dumps(state))
+    parts = [job.twin.part for job in loaded.jobs.values()]
+    assert isinstance(parts[0], JobPart) and parts[0] is parts[1] is copies[0].part
+    again, fresh = run_cycle(loaded, conf, 0.0), run_cycle(ClusterState.from_objects(objects), conf, 0.0)
+    assert [(d.type, d.task, d.node) for d in again.decisions] == [(d.type, d.task, d.node) for d in fresh.decisions] == [(d.type, d.task, d.node) for d in first.decisions]

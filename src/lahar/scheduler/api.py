@@ -285,6 +285,13 @@ class JobInfo:
     twin: "JobInfo | None" = None
     changes_handed: int = -1
     twin_changes_handed: int = -1
+    # what proportion adds to its queue's totals for this job and for a look-alike of it (None:
+    # not worked out), with the ``changes`` and phase they were worked out at
+    # (``ProportionPlugin._add_parts``); class defaults too, as ``facts``
+    part: object = None
+    part_alike: object = None
+    part_changes: int = -1
+    part_phase: str = ""
 
     def __init__(
         self,
@@ -327,6 +334,10 @@ class JobInfo:
         # kept with the ``changes`` they were worked out at: a copy taken back by the next
         # snapshot keeps them while its tasks stand
         self.facts: JobFacts | None = None
+        self.part: object = None
+        self.part_alike: object = None
+        self.part_changes = -1
+        self.part_phase = ""
 
     def _read_podgroup_spec(self) -> None:
         """The podgroup's minMember and the names its minResources lists, read once: every cycle
@@ -528,7 +539,7 @@ class JobInfo:
         twin.min_member, twin.min_resource_names = self.min_member, self.min_resource_names
         twin.min_resources, twin.preemptable, twin.best_effort_tasks = self.min_resources, self.preemptable, self.best_effort_tasks
         twin._ready, twin.changes, twin.job_fit_errors, twin.reason = self._ready, self.changes, self.job_fit_errors, self.reason
-        twin.facts = None  # facts hold this job's own tasks: the clone works out its own
+        twin.facts = None  # facts hold this job's own tasks: the clone works out its own (and its part)
         twin.task_min_available = dict(self.task_min_available)
         twin.tasks = {uid: task.clone() for uid, task in self.tasks.items()}
         twin.status_index = {s: {uid: twin.tasks[uid] for uid in bucket} for s, bucket in self.status_index.items()}
@@ -543,7 +554,9 @@ class JobInfo:
         (phase, conditions, fit errors, reason) are read from this job again. Nothing else can
         differ: this job's other fields never change (the cache replaces a job whose podgroup
         changed), and a session writes no other field of its copies
-        (``tests/property/test_snapshot_reuse.py`` compares every field with a fresh clone's)."""
+        (``tests/property/test_snapshot_reuse.py`` compares every field with a fresh clone's)
+        but those that hold what it worked out from the copy's own tasks, each with the
+        ``changes`` it was worked out at (``facts``; ``part``, with the phase too)."""
         twin.phase, twin.job_fit_errors, twin.reason = self.phase, self.job_fit_errors, self.reason
         twin.fit_errors = {}
         twin.conditions = [dict(c) for c in self.conditions] if self.conditions else []

@@ -17,12 +17,16 @@ from lahar.scheduler.api import JobInfo, QueueInfo, TaskInfo
 from lahar.scheduler.framework.session import EventHandler, PERMIT, REJECT, Session
 from lahar.scheduler.plugins.base import Plugin
 from lahar.scheduler.plugins.queueattr import (
+    JobPart,
     QueueAttr,
     add_job,
     add_lookalikes,
+    add_parts,
     admits,
     capability_of,
     exact_totals,
+    job_part,
+    lookalike_part,
     schedulable_states,
     update_share,
 )
@@ -42,15 +46,17 @@ class ProportionPlugin(Plugin):
             if queue.queue.guarantee_list:
                 total_guarantee.add(Resource.from_list(queue.queue.guarantee_list))
         counts = ssn.hidden_counts  # look-alikes set aside before the plugins opened, by first job
-        for job in ssn.jobs.values():
-            attr = self.attrs.get(job.queue)
-            if attr is None:
-                attr = self.attrs[job.queue] = _new_attr(ssn.queues[job.queue], total, total_guarantee)
-            add_job(attr, job)
-            if counts:
-                count = counts.get(job.uid)
-                if count:
-                    add_lookalikes(attr, job, count)
+        if not self._add_parts(ssn, total, total_guarantee):
+            self.attrs = {}
+            for job in ssn.jobs.values():
+                attr = self.attrs.get(job.queue)
+                if attr is None:
+                    attr = self.attrs[job.queue] = _new_attr(ssn.queues[job.queue], total, total_guarantee)
+                add_job(attr, job)
+                if counts:
+                    count = counts.get(job.uid)
+                    if count:
+                        add_lookalikes(attr, job, count)
         if counts and not all(exact_totals(attr) for attr in self.attrs.values()):
             ssn.hidden_inexact = True
         _water_fill(list(self.attrs.values()), total)
@@ -59,6 +65,49 @@ class ProportionPlugin(Plugin):
         # (cleared by the allocate and deallocate events): a backlog asks alike many times.
         self._answers: dict[str, dict[int, bool]] = {}  # by request_id
         self._register(ssn)
+
+    def _add_parts(self, ssn: Session, total: Resource, total_guarantee: Resource) -> bool:
+        """The jobs added to their queues' totals by equal parts (``queueattr.add_parts``): the
+        totals of the loop over ``add_job`` above, for a cost per job of a look at its part,
+        which stands while its tasks and phase do (the rest of what ``add_job`` reads is fixed
+        with the podgroup) and is kept on the job: a copy the next snapshot takes back keeps
+        it. Jobs in a row with one part in one queue are counted together. False when some
+        part or sum is not exact."""
+        counts = ssn.hidden_counts
+        groups: dict[str, dict[JobPart, int]] = {}
+        parts: dict[JobPart, int] = {}
+        last: JobPart | None = None  # the part of the last jobs in a row, ``run`` of them, of queue ``queue``
+        queue, run = "", 0
+        for job in ssn.jobs.values():
+            if job.part_changes != job.changes or job.part_phase != job.phase:
+                job.part, job.part_alike = job_part(job) or False, None
+                job.part_changes, job.part_phase = job.changes, job.phase
+            part = job.part
+            if part is not last or job.queue != queue:
+                if last is not None:
+                    parts[last] = parts.get(last, 0) + run
+                if not isinstance(part, JobPart):
+                    return False
+                queue = job.queue
+                found = groups.get(queue)
+                if found is None:
+                    found = groups[queue] = {}
+                    self.attrs[queue] = _new_attr(ssn.queues[queue], total, total_guarantee)
+                parts, last, run = found, part, 0
+            run += 1
+            count = counts.get(job.uid) if counts else None
+            if count:
+                if job.part_alike is None:
+                    job.part_alike = lookalike_part(job) or False
+                alike = job.part_alike
+                if not isinstance(alike, JobPart) or last is None:
+                    return False
+                parts[last] = parts.get(last, 0) + run
+                parts[alike] = parts.get(alike, 0) + count
+                last, run = None, 0
+        if last is not None:
+            parts[last] = parts.get(last, 0) + run
+        return all(add_parts(self.attrs[name], found) for name, found in groups.items())
 
     def _register(self, ssn: Session) -> None:
         attrs = self.attrs

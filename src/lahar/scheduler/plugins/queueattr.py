@@ -16,12 +16,16 @@ from lahar.scheduler.api import JobInfo, TaskStatus
 from lahar.scheduler.framework.config import Arguments
 
 __all__ = [
+    "JobPart",
     "QueueAttr",
     "add_inqueue",
     "add_job",
     "add_lookalikes",
+    "add_parts",
     "admits",
     "exact_totals",
+    "job_part",
+    "lookalike_part",
     "lookalikes_room",
     "schedulable_states",
     "update_share",
@@ -113,6 +117,94 @@ def add_lookalikes(attr: QueueAttr, job: JobInfo, count: int) -> None:
     request, reserved = _lookalike_part(job)
     attr.request.add(request.multi(count))
     attr.inqueue.add(reserved.multi(count))
+
+
+# Jobs alike counted once. ``add_job`` adds to a queue's four totals only what it reads of the
+# job itself (its tasks, phase and minResources): the same values and the same scalar keys in
+# the same order whatever the totals hold (it inserts a key or makes a scalar map exactly when
+# it would into empty totals). So a job's part, what ``add_job`` adds to empty totals, added
+# ``count`` times for ``count`` jobs with equal parts, gives the totals ``add_job`` job by job
+# gives, in job order, as long as every value is a whole number and no sum reaches 2**53 in
+# any order (``add_parts`` checks the bound): such sums are exact, whatever the order. Parts
+# are interned, so equal parts are one object and a cycle counts jobs by it.
+
+
+class JobPart:
+    """What ``add_job`` adds to empty totals for one job (``add_lookalikes``: for one look-alike)."""
+
+    __slots__ = ("allocated", "request", "inqueue", "elastic", "largest")
+
+    def __init__(self, allocated: Resource, request: Resource, inqueue: Resource, elastic: Resource, largest: float) -> None:
+        self.allocated, self.request, self.inqueue, self.elastic = allocated, request, inqueue, elastic
+        self.largest = largest  # the largest magnitude of its values
+
+    def __reduce__(self) -> tuple:
+        """A pickled job's part is interned again when read back (bench/checkpoint.py)."""
+        return (_part_again, (self.allocated, self.request, self.inqueue, self.elastic))
+
+
+_PARTS: dict[tuple, JobPart] = {}
+_PARTS_KEPT = 4096  # distinct parts interned at most (then the table starts again)
+
+
+def job_part(job: JobInfo) -> JobPart | None:
+    """The job's part, or None when a value in it is not a whole number."""
+    attr = QueueAttr(name="")
+    add_job(attr, job)
+    return _interned(attr.allocated, attr.request, attr.inqueue, attr.elastic)
+
+
+def lookalike_part(job: JobInfo) -> JobPart | None:
+    """What ``add_lookalikes`` adds per look-alike of ``job``, as a part (None: not whole numbers)."""
+    request, reserved = _lookalike_part(job)
+    return _interned(Resource(), request, reserved, Resource())
+
+
+def _interned(*totals: Resource) -> JobPart | None:
+    key = tuple((r.milli_cpu, r.memory, None if r.scalars is None else tuple(r.scalars.items())) for r in totals)
+    part = _PARTS.get(key)
+    if part is not None:
+        return part
+    largest = 0.0
+    for total in totals:
+        for _, value in total.dims():
+            if not float(value).is_integer():
+                return None
+            largest = max(largest, abs(value))
+    if len(_PARTS) >= _PARTS_KEPT:
+        _PARTS.clear()  # a part already handed out stays valid: equal ones then count apart
+    part = _PARTS[key] = JobPart(totals[0], totals[1], totals[2], totals[3], largest)
+    return part
+
+
+def _part_again(allocated: Resource, request: Resource, inqueue: Resource, elastic: Resource) -> JobPart | None:
+    return _interned(allocated, request, inqueue, elastic)
+
+
+def add_parts(attr: QueueAttr, parts: dict[JobPart, int]) -> bool:
+    """Add ``count`` times each part, in the order given (the order of each part's first job);
+    False, with nothing added, when a sum could reach 2**53 (then add the jobs one by one)."""
+    bound = 0.0
+    for part, count in parts.items():
+        bound += part.largest * count
+    if bound >= EXACT_SUMS_BELOW:
+        return False
+    for part, count in parts.items():
+        _add_times(attr.allocated, part.allocated, count)
+        _add_times(attr.request, part.request, count)
+        _add_times(attr.inqueue, part.inqueue, count)
+        _add_times(attr.elastic, part.elastic, count)
+    return True
+
+
+def _add_times(total: Resource, part: Resource, count: int) -> None:
+    total.milli_cpu += part.milli_cpu * count
+    total.memory += part.memory * count
+    if part.scalars is not None:
+        scalars = total.scalars if total.scalars is not None else {}
+        for name, value in part.scalars.items():
+            scalars[name] = scalars.get(name, 0.0) + value * count
+        total.scalars = scalars
 
 
 def exact_totals(attr: QueueAttr) -> bool:

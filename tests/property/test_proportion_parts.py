@@ -1,0 +1,131 @@
+"""proportion adds jobs alike to their queues' totals once, by equal parts (``queueattr.add_parts``),
+and keeps each job's part while its tasks and phase stand. The totals must be exactly those of
+``add_job`` job by job: the same values, the same scalar keys in the same order, a scalar map
+where ``add_job`` makes one (``Resource.sub`` reads its absence); and a trace replayed through
+whole cycles must decide, phase and explain exactly as with the jobs added one by one."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from lahar.resources import Resource
+from lahar.scheduler.api import JobInfo, TaskInfo, TaskStatus
+from lahar.scheduler.framework.config import default_config_text, load_config
+from lahar.scheduler.plugins import proportion
+from lahar.scheduler.plugins.queueattr import QueueAttr, add_job, add_lookalikes, add_parts, job_part, lookalike_part
+from lahar.sim.compare import Clock, replay
+from lahar.sim.engine import Simulation
+from lahar.sim.traces import build_workload, parse_cluster
+
+# replaces a function inside the scheduling core (see tests/test_python_source.py)
+pytestmark = pytest.mark.python_source
+
+ROOT = Path(__file__).resolve().parents[2]
+SLICE = ROOT / "tests" / "data" / "traces" / "philly-head.csv"
+SCALARS = ("nvidia.com/gpu", "pods", "example.com/fpga")
+STATUSES = (TaskStatus.PENDING, TaskStatus.RUNNING, TaskStatus.BOUND, TaskStatus.SUCCEEDED, TaskStatus.RELEASING)
+
+whole = st.integers(min_value=0, max_value=2**20).map(float)
+scalars = st.none() | st.dictionaries(st.sampled_from(SCALARS), st.sampled_from([0.0, 1000.0, 8000.0]) | whole, max_size=3)
+requests = st.builds(Resource, whole, whole, scalars)
+minimums = st.none() | st.builds(Resource, whole, whole, scalars)
+
+
+@st.composite
+def jobs(draw, uid: str) -> JobInfo:
+    minimum = draw(minimums)
+    job = JobInfo(uid, uid, "ns", draw(st.sampled_from(["a", "b"])), min_available=draw(st.integers(0, 3)), min_resources=minimum)
+    job.min_member = job.min_available
+    job.min_resource_names = None if minimum is None else draw(st.lists(st.sampled_from(["cpu", "memory", *SCALARS]), unique=True, max_size=4))
+    job.phase = draw(st.sampled_from(["Pending", "Inqueue", "Running"]))
+    for k in range(draw(st.integers(0, 4))):
+        job.add_task(TaskInfo(f"{uid}-{k}", f"{uid}-{k}", "ns", uid, draw(requests), status=draw(st.sampled_from(STATUSES))))
+    return job
+
+
+def _totals(attr: QueueAttr) -> list:
+    return [(r.milli_cpu, r.memory, None if r.scalars is None else list(r.scalars.items())) for r in (attr.allocated, attr.request, attr.inqueue, attr.elastic)]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.integers(0, 5), min_size=1, max_size=30).flatmap(lambda picks: st.tuples(st.just(picks), st.lists(jobs("j"), min_size=6, max_size=6))), st.lists(st.integers(0, 3), min_size=30, max_size=30))
+def test_jobs_added_by_parts_give_the_totals_of_add_job(drawn, lookalikes):
+    """Jobs repeated (the same object several times, as equal jobs would be) and look-alike
+    counts: both ways give equal totals, queue by queue."""
+    picks, pool = drawn
+    one_by_one: dict[str, QueueAttr] = {}
+    groups: dict[str, dict] = {}
+    for n, pick in enumerate(picks):
+        job = pool[pick]
+        add_job(one_by_one.setdefault(job.queue, QueueAttr(job.queue)), job)
+        parts = groups.setdefault(job.queue, {})
+        part = job_part(job)
+        assert part is not None  # whole numbers
+        parts[part] = parts.get(part, 0) + 1
+        if lookalikes[n] and job.tasks_in(TaskStatus.PENDING):
+            add_lookalikes(one_by_one[job.queue], job, lookalikes[n])
+            alike = lookalike_part(job)
+            parts[alike] = parts.get(alike, 0) + lookalikes[n]
+    for queue, parts in groups.items():
+        attr = QueueAttr(queue)
+        assert add_parts(attr, parts)
+        assert _totals(attr) == _totals(one_by_one[queue])
+
+
+def test_a_part_that_is_not_whole_numbers_is_refused():
+    job = JobInfo("ns/j", "j", "ns", "a")
+    job.add_task(TaskInfo("t", "t", "ns", "ns/j", Resource(0.5, 1.0), status=TaskStatus.RUNNING))
+    assert job_part(job) is None
+
+
+def test_parts_whose_sums_could_reach_two_to_the_53_are_refused_and_nothing_is_added():
+    job = JobInfo("ns/j", "j", "ns", "a")
+    job.add_task(TaskInfo("t", "t", "ns", "ns/j", Resource(1000.0, 2.0**50), status=TaskStatus.RUNNING))
+    attr = QueueAttr("a")
+    assert not add_parts(attr, {job_part(job): 8})
+    assert _totals(attr) == _totals(QueueAttr("a"))
+    assert add_parts(attr, {job_part(job): 7}) and attr.allocated.memory == 7 * 2.0**50
+
+
+def _trace_cycles(nodes: str, by_parts: bool) -> tuple[list, int]:
+    """Every cycle's decisions, outcomes and queue totals, and how many cycles added by parts."""
+    workload = build_workload(f"philly:{SLICE}", limit=150)
+    workload.nodes = parse_cluster([nodes])  # too small for the slice: jobs wait, queues borrow and reclaim
+    objects, _ = workload.objects(None)
+    seen, taken = [], []
+    original = proportion.ProportionPlugin._add_parts
+
+    def add_parts_or_not(self, ssn, total, guarantee) -> bool:
+        taken.append(by_parts and original(self, ssn, total, guarantee))
+        return taken[-1]
+
+    def observe(sim, record) -> None:
+        result = record.result
+        decisions = [(d.type, d.task, d.node, d.reason) for d in result.decisions]
+        outcomes = sorted((uid, o.phase, repr(o.reason)) for uid, o in result.jobs.items())
+        attrs = sorted((name, _totals(attr), _totals_of(attr.deserved), attr.share) for name, attr in result.session.queue_attrs.items())
+        seen.append((record.time, decisions, outcomes, attrs))
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(proportion.ProportionPlugin, "_add_parts", add_parts_or_not)
+        sim = Simulation(objects, load_config(default_config_text()), period=1.0, observers=[observe])
+        sim.keep_cycles = False
+        replay(sim, objects, Clock(period=1.0, until=None, cycles=None))
+    return seen, sum(taken)
+
+
+def _totals_of(res: Resource) -> tuple:
+    return res.milli_cpu, res.memory, None if res.scalars is None else list(res.scalars.items())
+
+
+@pytest.mark.parametrize("nodes", ["3 x cpu=64,memory=512Gi,gpu=8", "6 x cpu=64,memory=512Gi,gpu=8"])
+def test_a_trace_backlog_gets_the_same_cycles_with_jobs_added_by_parts(nodes):
+    by_parts, taken = _trace_cycles(nodes, by_parts=True)
+    one_by_one, none_taken = _trace_cycles(nodes, by_parts=False)
+    assert taken > 100 and none_taken == 0
+    assert any(reason != "None" for _, _, outcomes, _ in by_parts for _, _, reason in outcomes)  # jobs did wait
+    assert by_parts == one_by_one
