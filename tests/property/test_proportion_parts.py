@@ -16,7 +16,7 @@ from lahar.resources import Resource
 from lahar.scheduler.api import JobInfo, TaskInfo, TaskStatus
 from lahar.scheduler.framework.config import default_config_text, load_config
 from lahar.scheduler.plugins import proportion
-from lahar.scheduler.plugins.queueattr import QueueAttr, add_job, add_lookalikes, add_parts, job_part, lookalike_part
+from lahar.scheduler.plugins.queueattr import QueueAttr, add_job, add_lookalikes, add_parts, interned, job_bound, job_part, lookalike_part
 from lahar.sim.compare import Clock, replay
 from lahar.sim.engine import Simulation
 from lahar.sim.traces import build_workload, parse_cluster
@@ -59,36 +59,67 @@ def test_jobs_added_by_parts_give_the_totals_of_add_job(drawn, lookalikes):
     picks, pool = drawn
     one_by_one: dict[str, QueueAttr] = {}
     groups: dict[str, dict] = {}
+    bounds: dict[str, float] = {}
     for n, pick in enumerate(picks):
         job = pool[pick]
         add_job(one_by_one.setdefault(job.queue, QueueAttr(job.queue)), job)
         parts = groups.setdefault(job.queue, {})
-        part = job_part(job)
-        assert part is not None  # whole numbers
-        parts[part] = parts.get(part, 0) + 1
+        if n % 3 == 0:  # a job first seen stands for itself (a copy: each job is in a cycle once)
+            entry, weight = job.clone(), job_bound(job)
+        else:
+            part = job_part(job)
+            assert part is not None  # whole numbers
+            entry = part = interned(part) if n % 3 == 1 else part  # equal parts interned count together
+            weight = part.largest
+        assert weight >= 0.0
+        parts[entry] = parts.get(entry, 0) + 1
+        bounds[job.queue] = bounds.get(job.queue, 0.0) + weight
         if lookalikes[n] and job.tasks_in(TaskStatus.PENDING):
             add_lookalikes(one_by_one[job.queue], job, lookalikes[n])
             alike = lookalike_part(job)
             parts[alike] = parts.get(alike, 0) + lookalikes[n]
+            bounds[job.queue] += alike.largest * lookalikes[n]
     for queue, parts in groups.items():
         attr = QueueAttr(queue)
-        assert add_parts(attr, parts)
+        assert add_parts(attr, parts, bounds[queue])
         assert _totals(attr) == _totals(one_by_one[queue])
 
 
-def test_a_part_that_is_not_whole_numbers_is_refused():
+@pytest.mark.parametrize("cpu", [0.5, float("inf"), float("nan"), -1.5])
+def test_a_part_that_is_not_whole_numbers_is_refused(cpu):
     job = JobInfo("ns/j", "j", "ns", "a")
-    job.add_task(TaskInfo("t", "t", "ns", "ns/j", Resource(0.5, 1.0), status=TaskStatus.RUNNING))
-    assert job_part(job) is None
+    job.add_task(TaskInfo("t", "t", "ns", "ns/j", Resource(cpu, 1.0), status=TaskStatus.RUNNING))
+    assert job_part(job) is None and job_bound(job) == -1.0
+    job.add_task(TaskInfo("u", "u", "ns", "ns/j", Resource(1000.0, 1.0, {"nvidia.com/gpu": cpu}), status=TaskStatus.PENDING))
+    assert job_part(job) is None and job_bound(job) == -1.0
+
+
+def test_a_part_of_whole_numbers_knows_its_largest_magnitude():
+    job = JobInfo("ns/j", "j", "ns", "a")
+    job.add_task(TaskInfo("t", "t", "ns", "ns/j", Resource(1000.0, 2.0**30, {"nvidia.com/gpu": 8000.0}), status=TaskStatus.RUNNING))
+    part = job_part(job)
+    assert part is not None and part.largest == 2.0**30 and not part.interned
+    assert interned(part) is part and part.interned and interned(job_part(job)) is part
 
 
 def test_parts_whose_sums_could_reach_two_to_the_53_are_refused_and_nothing_is_added():
     job = JobInfo("ns/j", "j", "ns", "a")
     job.add_task(TaskInfo("t", "t", "ns", "ns/j", Resource(1000.0, 2.0**50), status=TaskStatus.RUNNING))
     attr = QueueAttr("a")
-    assert not add_parts(attr, {job_part(job): 8})
+    part = job_part(job)
+    assert job_bound(job) == part.largest == 2.0**50
+    assert not add_parts(attr, {part: 8}, 8 * part.largest)
     assert _totals(attr) == _totals(QueueAttr("a"))
-    assert add_parts(attr, {job_part(job): 7}) and attr.allocated.memory == 7 * 2.0**50
+    assert add_parts(attr, {part: 7}, 7 * part.largest) and attr.allocated.memory == 7 * 2.0**50
+
+
+def test_a_jobs_bound_covers_what_it_holds_asks_and_reserves():
+    job = JobInfo("ns/j", "j", "ns", "a", min_resources=Resource(4000.0, 2.0**20))
+    job.add_task(TaskInfo("t", "t", "ns", "ns/j", Resource(1000.0, 2.0**30), status=TaskStatus.RUNNING))
+    job.add_task(TaskInfo("u", "u", "ns", "ns/j", Resource(3000.0, 2.0**31), status=TaskStatus.PENDING))
+    assert job_bound(job) == 2.0**30 + 2.0**31 + 2.0**20
+    part = job_part(job)
+    assert part is not None and part.largest <= job_bound(job)
 
 
 def _trace_cycles(nodes: str, by_parts: bool) -> tuple[list, int]:

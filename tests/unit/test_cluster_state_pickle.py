@@ -38,23 +38,28 @@ def test_a_state_pickled_when_it_kept_the_copies_itself_loads():
         assert list(jobs) == ["default/g"] and jobs["default/g"].tasks.keys() == state.jobs["default/g"].tasks.keys()
 
 
-def test_a_state_pickled_after_a_cycle_loads_with_its_copies_parts():
-    """A cycle leaves on each copy what proportion adds for it (``JobInfo.part``); read back,
-    the part is interned again (jobs alike share one) and the next cycle decides as before."""
+def test_a_state_pickled_after_cycles_loads_with_its_copies_parts():
+    """Cycles leave on each job copy they find unchanged what proportion adds for it
+    (``JobInfo.part``, made at the second cycle that sees the copy); read back, the part is
+    interned (jobs alike share one) and the next cycle decides and explains as before."""
     from lahar.scheduler.cycle import run_cycle
     from lahar.scheduler.framework.config import default_config_text, load_config
     from lahar.scheduler.plugins.queueattr import JobPart
 
-    objects = [queue("q").build(), node("n1", cpu=4)]
-    for name in ("a", "b"):
-        objects += [podgroup(name).queue("q").min_member(1).build(), pod(f"{name}-0").group(name).requests(cpu=1).build()]
+    objects = [queue("q").build(), node("n1", cpu=1)]
+    for name in ("a", "b"):  # too big for the node: they wait, and their copies stay as they are
+        objects += [podgroup(name).queue("q").min_member(1).build(), pod(f"{name}-0").group(name).requests(cpu=2).build()]
     state = ClusterState.from_objects(objects)
     conf = load_config(default_config_text())
     first = run_cycle(state, conf, 0.0)
+    assert all(job.twin.part is None for job in state.jobs.values())  # seen once: added as it is
+    run_cycle(state, conf, 1.0, previous=first.jobs)
     copies = [job.twin for job in state.jobs.values()]
     assert all(isinstance(copy.part, JobPart) for copy in copies) and copies[0].part is copies[1].part
     loaded = pickle.loads(pickle.dumps(state))
     parts = [job.twin.part for job in loaded.jobs.values()]
-    assert isinstance(parts[0], JobPart) and parts[0] is parts[1] is copies[0].part
-    again, fresh = run_cycle(loaded, conf, 0.0), run_cycle(ClusterState.from_objects(objects), conf, 0.0)
-    assert [(d.type, d.task, d.node) for d in again.decisions] == [(d.type, d.task, d.node) for d in fresh.decisions] == [(d.type, d.task, d.node) for d in first.decisions]
+    assert isinstance(parts[0], JobPart) and parts[0] is parts[1] and parts[0].interned
+    assert parts[0].request.milli_cpu == 2000.0
+    again, fresh = run_cycle(loaded, conf, 2.0), run_cycle(ClusterState.from_objects(objects), conf, 2.0)
+    assert not again.decisions and not fresh.decisions
+    assert {uid: (o.phase, o.reason) for uid, o in again.jobs.items()} == {uid: (o.phase, o.reason) for uid, o in fresh.jobs.items()}

@@ -25,6 +25,8 @@ from lahar.scheduler.plugins.queueattr import (
     admits,
     capability_of,
     exact_totals,
+    interned,
+    job_bound,
     job_part,
     lookalike_part,
     schedulable_states,
@@ -70,44 +72,64 @@ class ProportionPlugin(Plugin):
         """The jobs added to their queues' totals by equal parts (``queueattr.add_parts``): the
         totals of the loop over ``add_job`` above, for a cost per job of a look at its part,
         which stands while its tasks and phase do (the rest of what ``add_job`` reads is fixed
-        with the podgroup) and is kept on the job: a copy the next snapshot takes back keeps
-        it. Jobs in a row with one part in one queue are counted together. False when some
-        part or sum is not exact."""
+        with the podgroup) and is kept on the job, so a copy the next snapshot takes back keeps
+        it. A job first seen (in its present state) is added by ``add_job`` in its place; its
+        part is made, and joins the equal ones (``interned``), when a later cycle finds the job
+        unchanged. Jobs in a row with one part in one queue are counted together. False when
+        some value is not a whole number or some sum could reach 2**53."""
         counts = ssn.hidden_counts
-        groups: dict[str, dict[JobPart, int]] = {}
-        parts: dict[JobPart, int] = {}
-        last: JobPart | None = None  # the part of the last jobs in a row, ``run`` of them, of queue ``queue``
-        queue, run = "", 0
+        groups: dict[str, dict[object, int]] = {}
+        bounds: dict[str, float] = {}
+        parts: dict[object, int] = {}
+        last: object = None  # the part (or job) of the last jobs in a row, ``run`` of them, of queue ``queue``
+        queue, run, largest = "", 0, 0.0
         for job in ssn.jobs.values():
-            if job.part_changes != job.changes or job.part_phase != job.phase:
-                job.part, job.part_alike = job_part(job) or False, None
-                job.part_changes, job.part_phase = job.changes, job.phase
-            part = job.part
-            if part is not last or job.queue != queue:
+            entry, weight = self._entry(job)
+            if weight < 0.0:
+                return False
+            if entry is not last or job.queue != queue:
                 if last is not None:
                     parts[last] = parts.get(last, 0) + run
-                if not isinstance(part, JobPart):
-                    return False
+                    bounds[queue] += largest * run
                 queue = job.queue
                 found = groups.get(queue)
                 if found is None:
                     found = groups[queue] = {}
+                    bounds[queue] = 0.0
                     self.attrs[queue] = _new_attr(ssn.queues[queue], total, total_guarantee)
-                parts, last, run = found, part, 0
+                parts, last, run, largest = found, entry, 0, weight
             run += 1
             count = counts.get(job.uid) if counts else None
             if count:
                 if job.part_alike is None:
                     job.part_alike = lookalike_part(job) or False
                 alike = job.part_alike
-                if not isinstance(alike, JobPart) or last is None:
+                if not isinstance(alike, JobPart):
                     return False
                 parts[last] = parts.get(last, 0) + run
                 parts[alike] = parts.get(alike, 0) + count
+                bounds[queue] += largest * run + alike.largest * count
                 last, run = None, 0
         if last is not None:
             parts[last] = parts.get(last, 0) + run
-        return all(add_parts(self.attrs[name], found) for name, found in groups.items())
+            bounds[queue] += largest * run
+        return all(add_parts(self.attrs[name], found, bounds[name]) for name, found in groups.items())
+
+    @staticmethod
+    def _entry(job: JobInfo) -> tuple[object, float]:
+        """What stands for ``job`` in its queue's parts: its part, or the job itself when first
+        seen; with a bound on the values it adds (-1: not whole numbers)."""
+        if job.part_changes != job.changes or job.part_phase != job.phase:
+            job.part, job.part_alike = None, None
+            job.part_changes, job.part_phase = job.changes, job.phase
+            return job, job_bound(job)
+        part = job.part
+        if part is None:
+            made = job_part(job)
+            part = job.part = interned(made) if made is not None else False
+        if isinstance(part, JobPart):
+            return part, part.largest
+        return None, -1.0
 
     def _register(self, ssn: Session) -> None:
         attrs = self.attrs

@@ -24,6 +24,8 @@ __all__ = [
     "add_parts",
     "admits",
     "exact_totals",
+    "interned",
+    "job_bound",
     "job_part",
     "lookalike_part",
     "lookalikes_room",
@@ -69,17 +71,21 @@ def capability_of(spec_capability: dict | None) -> Resource | None:
 
 def add_job(attr: QueueAttr, job: JobInfo) -> None:
     """Add one job's tasks and reservations to its queue's accounting."""
-    attr.allocated.add_nonzero(job.allocated)  # JobInfo keeps it as the sum over its allocated tasks
-    attr.request.add_nonzero(job.allocated)
+    _add_job_to(attr.allocated, attr.request, attr.inqueue, attr.elastic, job)
+
+
+def _add_job_to(allocated: Resource, request: Resource, inqueue: Resource, elastic: Resource, job: JobInfo) -> None:
+    allocated.add_nonzero(job.allocated)  # JobInfo keeps it as the sum over its allocated tasks
+    request.add_nonzero(job.allocated)
     waiting = job.status_index.get(_PENDING)  # no empty dict made for each running job
     if waiting:
         for task in waiting.values():
-            attr.request.add(task.resreq)
-    add_inqueue(attr.inqueue, job)
+            request.add(task.resreq)
+    add_inqueue(inqueue, job)
     if job.min_resources is not None:
-        _add_exceeded(attr.elastic, job.allocated, job.min_resources)
+        _add_exceeded(elastic, job.allocated, job.min_resources)
     else:
-        _add_positive(attr.elastic, job.allocated)  # all it holds is elastic
+        _add_positive(elastic, job.allocated)  # all it holds is elastic
 
 
 # Look-alike waiting jobs (``lahar.scheduler.lookalikes``) counted as one: an admitted job with
@@ -126,17 +132,20 @@ def add_lookalikes(attr: QueueAttr, job: JobInfo, count: int) -> None:
 # ``count`` times for ``count`` jobs with equal parts, gives the totals ``add_job`` job by job
 # gives, in job order, as long as every value is a whole number and no sum reaches 2**53 in
 # any order (``add_parts`` checks the bound): such sums are exact, whatever the order. Parts
-# are interned, so equal parts are one object and a cycle counts jobs by it.
+# are interned, so equal parts are one object and a cycle counts jobs by it. A job first seen
+# is added by ``add_job`` in its place (most jobs of a cold cycle are seen once: making a part
+# costs more than adding the job); its part is made when a later cycle finds it unchanged.
 
 
 class JobPart:
     """What ``add_job`` adds to empty totals for one job (``add_lookalikes``: for one look-alike)."""
 
-    __slots__ = ("allocated", "request", "inqueue", "elastic", "largest")
+    __slots__ = ("allocated", "request", "inqueue", "elastic", "largest", "interned")
 
     def __init__(self, allocated: Resource, request: Resource, inqueue: Resource, elastic: Resource, largest: float) -> None:
         self.allocated, self.request, self.inqueue, self.elastic = allocated, request, inqueue, elastic
         self.largest = largest  # the largest magnitude of its values
+        self.interned = False  # whether it is the one part of its values (``interned``)
 
     def __reduce__(self) -> tuple:
         """A pickled job's part is interned again when read back (bench/checkpoint.py)."""
@@ -148,52 +157,102 @@ _PARTS_KEPT = 4096  # distinct parts interned at most (then the table starts aga
 
 
 def job_part(job: JobInfo) -> JobPart | None:
-    """The job's part, or None when a value in it is not a whole number."""
-    attr = QueueAttr(name="")
-    add_job(attr, job)
-    return _interned(attr.allocated, attr.request, attr.inqueue, attr.elastic)
+    """The job's part, not interned yet, or None when a value in it is not a whole number."""
+    allocated, request, inqueue, elastic = Resource(), Resource(), Resource(), Resource()
+    _add_job_to(allocated, request, inqueue, elastic, job)
+    return _whole_part(allocated, request, inqueue, elastic)
 
 
 def lookalike_part(job: JobInfo) -> JobPart | None:
     """What ``add_lookalikes`` adds per look-alike of ``job``, as a part (None: not whole numbers)."""
     request, reserved = _lookalike_part(job)
-    return _interned(Resource(), request, reserved, Resource())
+    part = _whole_part(Resource(), request, reserved, Resource())
+    return interned(part) if part is not None else None
 
 
-def _interned(*totals: Resource) -> JobPart | None:
-    key = tuple((r.milli_cpu, r.memory, None if r.scalars is None else tuple(r.scalars.items())) for r in totals)
-    part = _PARTS.get(key)
-    if part is not None:
-        return part
+def _whole_part(allocated: Resource, request: Resource, inqueue: Resource, elastic: Resource) -> JobPart | None:
     largest = 0.0
-    for total in totals:
-        for _, value in total.dims():
-            if not float(value).is_integer():
-                return None
-            largest = max(largest, abs(value))
+    for total in (allocated, request, inqueue, elastic):
+        largest = _largest_of(total, largest)
+    return JobPart(allocated, request, inqueue, elastic, largest) if largest >= 0.0 else None
+
+
+def _largest_whole(value: float, largest: float) -> float:
+    """The larger of ``largest`` and ``value``'s magnitude; -1 (and -1 from then on) when
+    ``value`` is not a whole number (infinite and NaN are not)."""
+    if largest < 0.0 or value % 1.0 != 0.0:
+        return -1.0
+    magnitude = value if value >= 0.0 else -value
+    return magnitude if magnitude > largest else largest
+
+
+def interned(part: JobPart) -> JobPart:
+    """The one part with ``part``'s values (equal parts, one object: a cycle counts jobs by it).
+    Worked out for a job's part when a later cycle finds it again, not when it is made: most
+    jobs of a cold cycle are seen once."""
+    key = (*_values(part.allocated), *_values(part.request), *_values(part.inqueue), *_values(part.elastic))
+    found = _PARTS.get(key)
+    if found is not None:
+        return found
     if len(_PARTS) >= _PARTS_KEPT:
         _PARTS.clear()  # a part already handed out stays valid: equal ones then count apart
-    part = _PARTS[key] = JobPart(totals[0], totals[1], totals[2], totals[3], largest)
+    part.interned = True
+    _PARTS[key] = part
     return part
 
 
+def _values(total: Resource) -> tuple:
+    """A total's values and scalar keys in order, and whether it has a scalar map, for a key."""
+    scalars = total.scalars
+    return total.milli_cpu, total.memory, None if scalars is None else tuple(scalars.items())
+
+
 def _part_again(allocated: Resource, request: Resource, inqueue: Resource, elastic: Resource) -> JobPart | None:
-    return _interned(allocated, request, inqueue, elastic)
+    part = _whole_part(allocated, request, inqueue, elastic)
+    return interned(part) if part is not None else None
 
 
-def add_parts(attr: QueueAttr, parts: dict[JobPart, int]) -> bool:
-    """Add ``count`` times each part, in the order given (the order of each part's first job);
-    False, with nothing added, when a sum could reach 2**53 (then add the jobs one by one)."""
-    bound = 0.0
-    for part, count in parts.items():
-        bound += part.largest * count
+def job_bound(job: JobInfo) -> float:
+    """A bound on the magnitude of every value ``add_job`` adds for ``job`` (what it holds, what
+    its waiting tasks ask, its minResources), or -1 when one of them is not a whole number."""
+    held = _largest_of(job.allocated, 0.0)
+    minimum = _largest_of(job.min_resources, 0.0) if job.min_resources is not None else 0.0
+    if held < 0.0 or minimum < 0.0:
+        return -1.0
+    bound = held + minimum
+    waiting = job.status_index.get(_PENDING)
+    if waiting:
+        for task in waiting.values():
+            asked = _largest_of(task.resreq, 0.0)
+            if asked < 0.0:
+                return -1.0
+            bound += asked
+    return bound
+
+
+def _largest_of(total: Resource, largest: float) -> float:
+    largest = _largest_whole(total.milli_cpu, largest)
+    largest = _largest_whole(total.memory, largest)
+    if total.scalars:
+        for value in total.scalars.values():
+            largest = _largest_whole(value, largest)
+    return largest
+
+
+def add_parts(attr: QueueAttr, parts: dict[object, int], bound: float) -> bool:
+    """Add each part ``count`` times and each job (a job first seen, which has no part yet) as
+    ``add_job`` adds it, in the order given (the order of each one's first job); False, with
+    nothing added, when ``bound`` (of the magnitudes of everything added) reaches 2**53."""
     if bound >= EXACT_SUMS_BELOW:
         return False
     for part, count in parts.items():
-        _add_times(attr.allocated, part.allocated, count)
-        _add_times(attr.request, part.request, count)
-        _add_times(attr.inqueue, part.inqueue, count)
-        _add_times(attr.elastic, part.elastic, count)
+        if isinstance(part, JobPart):
+            _add_times(attr.allocated, part.allocated, count)
+            _add_times(attr.request, part.request, count)
+            _add_times(attr.inqueue, part.inqueue, count)
+            _add_times(attr.elastic, part.elastic, count)
+        elif isinstance(part, JobInfo):
+            add_job(attr, part)
     return True
 
 
