@@ -21,9 +21,6 @@ from lahar.sim.compare import Clock, replay
 from lahar.sim.engine import Simulation
 from lahar.sim.traces import build_workload, parse_cluster
 
-# replaces a function inside the scheduling core (see tests/test_python_source.py)
-pytestmark = pytest.mark.python_source
-
 ROOT = Path(__file__).resolve().parents[2]
 SLICE = ROOT / "tests" / "data" / "traces" / "philly-head.csv"
 SCALARS = ("nvidia.com/gpu", "pods", "example.com/fpga")
@@ -40,7 +37,7 @@ def jobs(draw, uid: str) -> JobInfo:
     minimum = draw(minimums)
     job = JobInfo(uid, uid, "ns", draw(st.sampled_from(["a", "b"])), min_available=draw(st.integers(0, 3)), min_resources=minimum)
     job.min_member = job.min_available
-    job.min_resource_names = None if minimum is None else draw(st.lists(st.sampled_from(["cpu", "memory", *SCALARS]), unique=True, max_size=4))
+    job.min_resource_names = None if minimum is None else tuple(draw(st.lists(st.sampled_from(["cpu", "memory", *SCALARS]), unique=True, max_size=4)))
     job.phase = draw(st.sampled_from(["Pending", "Inqueue", "Running"]))
     for k in range(draw(st.integers(0, 4))):
         job.add_task(TaskInfo(f"{uid}-{k}", f"{uid}-{k}", "ns", uid, draw(requests), status=draw(st.sampled_from(STATUSES))))
@@ -153,6 +150,7 @@ def _totals_of(res: Resource) -> tuple:
     return res.milli_cpu, res.memory, None if res.scalars is None else list(res.scalars.items())
 
 
+@pytest.mark.python_source  # replaces a function inside the scheduling core (see tests/test_python_source.py)
 @pytest.mark.parametrize("nodes", ["3 x cpu=64,memory=512Gi,gpu=8", "6 x cpu=64,memory=512Gi,gpu=8"])
 def test_a_trace_backlog_gets_the_same_cycles_with_jobs_added_by_parts(nodes):
     by_parts, taken = _trace_cycles(nodes, by_parts=True)
