@@ -82,7 +82,7 @@ def test_jobs_added_by_parts_give_the_totals_of_add_job(drawn, lookalikes):
         assert _totals(attr) == _totals(one_by_one[queue])
 
 
-@pytest.mark.parametrize("cpu", [0.5, float("inf"), float("nan"), -1.5])
+@pytest.mark.parametrize("cpu", [0.5, float("inf"), float("nan"), -1.5, -1.0])
 def test_a_part_that_is_not_whole_numbers_is_refused(cpu):
     job = JobInfo("ns/j", "j", "ns", "a")
     job.add_task(TaskInfo("t", "t", "ns", "ns/j", Resource(cpu, 1.0), status=TaskStatus.RUNNING))
@@ -108,6 +108,22 @@ def test_parts_whose_sums_could_reach_two_to_the_53_are_refused_and_nothing_is_a
     assert not add_parts(attr, {part: 8}, 8 * part.largest)
     assert _totals(attr) == _totals(QueueAttr("a"))
     assert add_parts(attr, {part: 7}, 7 * part.largest) and attr.allocated.memory == 7 * 2.0**50
+
+
+def test_values_of_both_signs_that_cancel_in_a_part_leave_the_jobs_added_one_by_one():
+    """Two waiting tasks asking +2**60 and -2**60 cpu cancel in the job's part, but adding them
+    one by one rounds on the way: such a job (a negative value) has no part, and the totals
+    stay those of ``add_job``."""
+    held = JobInfo("ns/a", "a", "ns", "q")
+    held.add_task(TaskInfo("h", "h", "ns", "ns/a", Resource(1000.0, 0.0), status=TaskStatus.RUNNING))
+    odd = JobInfo("ns/b", "b", "ns", "q")
+    odd.add_task(TaskInfo("p", "p", "ns", "ns/b", Resource(2.0**60, 0.0), status=TaskStatus.PENDING))
+    odd.add_task(TaskInfo("m", "m", "ns", "ns/b", Resource(-(2.0**60), 0.0), status=TaskStatus.PENDING))
+    assert job_part(odd) is None and job_bound(odd) == -1.0
+    one_by_one = QueueAttr("q")
+    add_job(one_by_one, held)
+    add_job(one_by_one, odd)
+    assert one_by_one.request.milli_cpu == 1024.0  # rounded on the way, as the old loop does
 
 
 def test_a_jobs_bound_covers_what_it_holds_asks_and_reserves():

@@ -76,7 +76,7 @@ class ProportionPlugin(Plugin):
         it. A job first seen (in its present state) is added by ``add_job`` in its place; its
         part is made, and joins the equal ones (``interned``), when a later cycle finds the job
         unchanged. Jobs in a row with one part in one queue are counted together. False when
-        some value is not a whole number or some sum could reach 2**53."""
+        some value is not a whole number at or above zero, or some sum could reach 2**53."""
         counts = ssn.hidden_counts
         groups: dict[str, dict[object, int]] = {}
         bounds: dict[str, float] = {}
@@ -118,7 +118,7 @@ class ProportionPlugin(Plugin):
     @staticmethod
     def _entry(job: JobInfo) -> tuple[object, float]:
         """What stands for ``job`` in its queue's parts: its part, or the job itself when first
-        seen; with a bound on the values it adds (-1: not whole numbers)."""
+        seen; with a bound on the values it adds (-1: not whole numbers at or above zero)."""
         if job.part_changes != job.changes or job.part_phase != job.phase:
             job.part, job.part_alike = None, None
             job.part_changes, job.part_phase = job.changes, job.phase

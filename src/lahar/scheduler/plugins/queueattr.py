@@ -130,8 +130,9 @@ def add_lookalikes(attr: QueueAttr, job: JobInfo, count: int) -> None:
 # the same order whatever the totals hold (it inserts a key or makes a scalar map exactly when
 # it would into empty totals). So a job's part, what ``add_job`` adds to empty totals, added
 # ``count`` times for ``count`` jobs with equal parts, gives the totals ``add_job`` job by job
-# gives, in job order, as long as every value is a whole number and no sum reaches 2**53 in
-# any order (``add_parts`` checks the bound): such sums are exact, whatever the order. Parts
+# gives, in job order, as long as every value is a whole number at or above zero and no sum
+# reaches 2**53 in any order (``add_parts`` checks the bound): such sums are exact, whatever
+# the order. Parts
 # are interned, so equal parts are one object and a cycle counts jobs by it. A job first seen
 # is added by ``add_job`` in its place (most jobs of a cold cycle are seen once: making a part
 # costs more than adding the job); its part is made when a later cycle finds it unchanged.
@@ -145,7 +146,7 @@ class JobPart:
     def __init__(self, allocated: Resource, request: Resource, inqueue: Resource, elastic: Resource, largest: float) -> None:
         self.allocated, self.request, self.inqueue, self.elastic = allocated, request, inqueue, elastic
         self.largest = largest  # the largest magnitude of its values
-        self.interned = False  # whether it is the one part of its values (``interned``)
+        self.interned = False  # whether ``interned`` took it in (equal parts made later join it)
 
     def __reduce__(self) -> tuple:
         """A pickled job's part is interned again when read back (bench/checkpoint.py)."""
@@ -157,7 +158,10 @@ _PARTS_KEPT = 4096  # distinct parts interned at most (then the table starts aga
 
 
 def job_part(job: JobInfo) -> JobPart | None:
-    """The job's part, not interned yet, or None when a value in it is not a whole number."""
+    """The job's part, not interned yet, or None when a value it is made of is not a whole
+    number at or above zero (``job_bound``: values of both signs could cancel in the part)."""
+    if job_bound(job) < 0.0:
+        return None
     allocated, request, inqueue, elastic = Resource(), Resource(), Resource(), Resource()
     _add_job_to(allocated, request, inqueue, elastic, job)
     return _whole_part(allocated, request, inqueue, elastic)
@@ -178,12 +182,13 @@ def _whole_part(allocated: Resource, request: Resource, inqueue: Resource, elast
 
 
 def _largest_whole(value: float, largest: float) -> float:
-    """The larger of ``largest`` and ``value``'s magnitude; -1 (and -1 from then on) when
-    ``value`` is not a whole number (infinite and NaN are not)."""
-    if largest < 0.0 or value % 1.0 != 0.0:
+    """The larger of ``largest`` and ``value``; -1 (and -1 from then on) when ``value`` is not a
+    whole number at or above zero (infinite and NaN are not). With no value below zero every sum
+    ``add_job`` makes on the way to a job's part is at most the part's value, so the part's
+    largest value bounds them too."""
+    if largest < 0.0 or value < 0.0 or value % 1.0 != 0.0:
         return -1.0
-    magnitude = value if value >= 0.0 else -value
-    return magnitude if magnitude > largest else largest
+    return value if value > largest else largest
 
 
 def interned(part: JobPart) -> JobPart:
@@ -213,8 +218,8 @@ def _part_again(allocated: Resource, request: Resource, inqueue: Resource, elast
 
 
 def job_bound(job: JobInfo) -> float:
-    """A bound on the magnitude of every value ``add_job`` adds for ``job`` (what it holds, what
-    its waiting tasks ask, its minResources), or -1 when one of them is not a whole number."""
+    """A bound on every value ``add_job`` adds for ``job`` (what it holds, what its waiting tasks
+    ask, its minResources), or -1 when one of them is not a whole number at or above zero."""
     held = _largest_of(job.allocated, 0.0)
     minimum = _largest_of(job.min_resources, 0.0) if job.min_resources is not None else 0.0
     if held < 0.0 or minimum < 0.0:
