@@ -132,10 +132,10 @@ def add_lookalikes(attr: QueueAttr, job: JobInfo, count: int) -> None:
 # ``count`` times for ``count`` jobs with equal parts, gives the totals ``add_job`` job by job
 # gives, in job order, as long as every value is a whole number at or above zero and no sum
 # reaches 2**53 in any order (``add_parts`` checks the bound): such sums are exact, whatever
-# the order. Parts
-# are interned, so equal parts are one object and a cycle counts jobs by it. A job first seen
-# is added by ``add_job`` in its place (most jobs of a cold cycle are seen once: making a part
-# costs more than adding the job); its part is made when a later cycle finds it unchanged.
+# the order. Parts are interned, so equal parts are one object and a cycle counts jobs by it.
+# A job first seen is added by ``add_job`` in its place (most jobs of a cold cycle are seen
+# once: making a part costs more than adding the job); its part is made when a later cycle
+# finds it unchanged.
 
 
 class JobPart:
@@ -145,7 +145,7 @@ class JobPart:
 
     def __init__(self, allocated: Resource, request: Resource, inqueue: Resource, elastic: Resource, largest: float) -> None:
         self.allocated, self.request, self.inqueue, self.elastic = allocated, request, inqueue, elastic
-        self.largest = largest  # the largest magnitude of its values
+        self.largest = largest  # the largest of its values (none is below zero)
         self.interned = False  # whether ``interned`` took it in (equal parts made later join it)
 
     def __reduce__(self) -> tuple:
