@@ -44,7 +44,7 @@ def test_a_state_pickled_after_cycles_loads_with_its_copies_parts():
     interned (jobs alike share one) and the next cycle decides and explains as before."""
     from lahar.scheduler.cycle import run_cycle
     from lahar.scheduler.framework.config import default_config_text, load_config
-    from lahar.scheduler.plugins.queueattr import JobPart
+    from lahar.scheduler.plugins.queueattr import JobPart, interned
 
     objects = [queue("q").build(), node("n1", cpu=1)]
     for name in ("a", "b"):  # too big for the node: they wait, and their copies stay as they are
@@ -58,7 +58,7 @@ def test_a_state_pickled_after_cycles_loads_with_its_copies_parts():
     assert all(isinstance(copy.part, JobPart) for copy in copies) and copies[0].part is copies[1].part
     loaded = pickle.loads(pickle.dumps(state))
     parts = [job.twin.part for job in loaded.jobs.values()]
-    assert isinstance(parts[0], JobPart) and parts[0] is parts[1] and parts[0].interned
+    assert isinstance(parts[0], JobPart) and parts[0] is parts[1] and interned(parts[0]) is parts[0]
     assert parts[0].request.milli_cpu == 2000.0
     again, fresh = run_cycle(loaded, conf, 2.0), run_cycle(ClusterState.from_objects(objects), conf, 2.0)
     assert not again.decisions and not fresh.decisions

@@ -141,12 +141,11 @@ def add_lookalikes(attr: QueueAttr, job: JobInfo, count: int) -> None:
 class JobPart:
     """What ``add_job`` adds to empty totals for one job (``add_lookalikes``: for one look-alike)."""
 
-    __slots__ = ("allocated", "request", "inqueue", "elastic", "largest", "interned")
+    __slots__ = ("allocated", "request", "inqueue", "elastic", "largest")
 
     def __init__(self, allocated: Resource, request: Resource, inqueue: Resource, elastic: Resource, largest: float) -> None:
         self.allocated, self.request, self.inqueue, self.elastic = allocated, request, inqueue, elastic
         self.largest = largest  # the largest of its values (none is below zero)
-        self.interned = False  # whether ``interned`` took it in (equal parts made later join it)
 
     def __reduce__(self) -> tuple:
         """A pickled job's part is interned again when read back (bench/checkpoint.py)."""
@@ -201,7 +200,6 @@ def interned(part: JobPart) -> JobPart:
         return found
     if len(_PARTS) >= _PARTS_KEPT:
         _PARTS.clear()  # a part already handed out stays valid: equal ones then count apart
-    part.interned = True
     _PARTS[key] = part
     return part
 
