@@ -108,14 +108,11 @@ def _lookalike_part(job: JobInfo) -> tuple[Resource, Resource]:
 
 def lookalikes_room(job: JobInfo) -> int:
     """How many look-alikes of ``job`` ``add_lookalikes`` may count at once exactly: 0 when a
-    value it adds is not a whole number."""
+    value it adds is not a whole number at or above zero."""
     largest = 1.0
     for part in _lookalike_part(job):
-        for _, value in part.dims():
-            if not float(value).is_integer() or value < 0:
-                return 0
-            largest = max(largest, float(value))
-    return int(EXACT_SUMS_BELOW / 2 // largest)
+        largest = _largest_of(part, largest)
+    return int(EXACT_SUMS_BELOW / 2 // largest) if largest >= 0.0 else 0
 
 
 def add_lookalikes(attr: QueueAttr, job: JobInfo, count: int) -> None:
