@@ -23,6 +23,7 @@ from lahar.scheduler.framework.config import SchedulerConf
 from lahar.scheduler.framework.session import Decision, Session
 from lahar.scheduler.lookalikes import Hidden, HiddenReasons, group, hide, settled
 from lahar.scheduler.plugins import PLUGINS
+from lahar.scheduler.plugins.queueattr import allocations_by_parts
 from lahar.scheduler.reasons import explain
 
 __all__ = ["run_cycle", "open_session", "close_session", "valid_until", "CycleResult", "JobOutcome"]
@@ -341,12 +342,15 @@ def queue_allocations(ssn: Session) -> dict[str, Resource]:
     its ancestors once, not each job's: an ancestor's figures are the same sums taken in
     another order (the same numbers for whole milli-CPUs, bytes and device counts)."""
     totals: dict[str, Resource] = {name: Resource() for name in ssn.queues}
-    holding: dict[str, None] = {}  # queues with allocated jobs, in order of their first job
-    for job in ssn.jobs.values():
-        held = job.allocated  # JobInfo keeps it as the sum over its allocated tasks
-        if held.holds_anything():
-            totals[job.queue].add_nonzero(held)
-            holding[job.queue] = None
+    # queues with allocated jobs, in order of their first job; jobs alike added once
+    holding = allocations_by_parts(ssn.jobs.values(), totals)
+    if holding is None:
+        holding = {}
+        for job in ssn.jobs.values():
+            held = job.allocated  # JobInfo keeps it as the sum over its allocated tasks
+            if held.holds_anything():
+                totals[job.queue].add_nonzero(held)
+                holding[job.queue] = None
     if "root" in ssn.queues:
         own = {name: totals[name].clone() for name in holding}
         for name, amount in own.items():

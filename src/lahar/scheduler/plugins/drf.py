@@ -11,8 +11,18 @@ from lahar.resources import MIN_RESOURCE, Resource, share
 from lahar.scheduler.api import TaskInfo
 from lahar.scheduler.framework.session import EventHandler, PERMIT, Session
 from lahar.scheduler.plugins.base import Plugin
+from lahar.scheduler.plugins.queueattr import JobPart, standing_part
 
 SHARE_DELTA = 0.000001
+
+
+def _copies_alike(held: Resource) -> bool:
+    """Whether a copy of a job's part's allocation gives drf the values by name a copy of
+    ``held`` would after any additions and subtractions: the part holds the same values without
+    the scalars at zero, and a scalar map exactly where ``held`` has a non-empty one, so only an
+    empty map differs (``Resource.sub`` takes scalars away only from a map of its own)."""
+    scalars = held.scalars
+    return scalars is None or len(scalars) > 0
 
 
 class DrfPlugin(Plugin):
@@ -23,11 +33,25 @@ class DrfPlugin(Plugin):
         self.total = ssn.total_resource.clone()
         self._dims = [(name, total) for name, total in self.total.dims() if total >= MIN_RESOURCE]
         # each job's allocation and share; a job that holds nothing (every waiting job of a
-        # backlog) has share 0 and gets its entry when it first needs one (``_allocated``)
+        # backlog) has share 0 and gets its entry when it first needs one (``_allocated``). A job
+        # whose part stands for it (``standing_part``: every job unchanged since the last cycle)
+        # has the share of its part, worked out once for equal parts, and a copy of the part's
+        # allocation when it first needs one: a server's every cycle looks at every running job.
         self.jobs = ssn.jobs
         self.allocated: dict[str, Resource] = {}
         self.shares: dict[str, float] = {}
+        self._parts: dict[str, JobPart] = {}
+        shares_of_parts: dict[JobPart, float] = {}
         for job in ssn.jobs.values():
+            part = standing_part(job)
+            if part is not None and _copies_alike(job.allocated):
+                share = shares_of_parts.get(part)
+                if share is None:
+                    share = shares_of_parts[part] = self._share(part.allocated) if part.allocated.holds_anything() else -1.0
+                if share >= 0.0:
+                    self._parts[job.uid] = part
+                    self.shares[job.uid] = share
+                continue
             held = job.allocated  # JobInfo keeps it as the sum over its allocated tasks
             if held.holds_anything():
                 allocated = self.allocated[job.uid] = held.clone()
@@ -57,7 +81,9 @@ class DrfPlugin(Plugin):
         """The job's allocation as drf counts it; None for a job not in the session."""
         allocated = self.allocated.get(uid)
         if allocated is None and uid in self.jobs:
-            allocated = self.allocated[uid] = Resource()  # held nothing at open: share 0 (same values by name)
+            part = self._parts.get(uid)
+            # its part's allocation (what it held at open), or it held nothing: share 0 (same values by name)
+            allocated = self.allocated[uid] = part.allocated.clone() if part is not None else Resource()
         return allocated
 
     def _preemptable(self, preemptor: TaskInfo, preemptees: list[TaskInfo]):

@@ -9,6 +9,7 @@ schedules only Open queues; Lahar's default also lets Closing and Unknown queues
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from lahar.resources import EXACT_SUMS_BELOW, MAX_FLOAT, MIN_RESOURCE, Dim, Resource, share
@@ -23,6 +24,7 @@ __all__ = [
     "add_lookalikes",
     "add_parts",
     "admits",
+    "allocations_by_parts",
     "exact_totals",
     "interned",
     "job_bound",
@@ -30,6 +32,7 @@ __all__ = [
     "lookalike_part",
     "lookalikes_room",
     "schedulable_states",
+    "standing_part",
     "update_share",
 ]
 
@@ -163,6 +166,15 @@ def job_part(job: JobInfo) -> JobPart | None:
     return _whole_part(allocated, request, inqueue, elastic)
 
 
+def standing_part(job: JobInfo) -> JobPart | None:
+    """The job's part when it was made for the job as it now is (its tasks and phase: see
+    ``ProportionPlugin._entry``, which makes it), else None."""
+    part = job.part
+    if isinstance(part, JobPart) and job.part_changes == job.changes and job.part_phase == job.phase:
+        return part
+    return None
+
+
 def lookalike_part(job: JobInfo) -> JobPart | None:
     """What ``add_lookalikes`` adds per look-alike of ``job``, as a part (None: not whole numbers)."""
     request, reserved = _lookalike_part(job)
@@ -254,6 +266,62 @@ def add_parts(attr: QueueAttr, parts: dict[object, int], bound: float) -> bool:
         elif isinstance(part, JobInfo):
             add_job(attr, part)
     return True
+
+
+def allocations_by_parts(jobs: Iterable[JobInfo], totals: dict[str, Resource]) -> dict[str, None] | None:
+    """What every job holds added to its queue's total in ``totals``, jobs alike once: each job
+    whose part stands for it (``standing_part``) by its part, ``count`` times, the others one by
+    one in their place, in the order of each one's first job. The totals of ``add_nonzero`` job
+    by job (``cycle.queue_allocations``): the same values, scalar keys and scalar maps (see
+    ``add_parts``). Returns the queues that hold something, in the order of their first job
+    holding something; None, with nothing added, when some value is not a whole number at or
+    above zero or some sum could reach 2**53."""
+    groups: dict[str, dict[object, int]] = {}
+    bounds: dict[str, float] = {}
+    holding: dict[str, None] = {}
+    held_by_part: dict[JobPart, bool] = {}
+    counts: dict[object, int] = {}
+    last: object = None  # the part (or job) of the last jobs in a row, ``run`` of them, of queue ``queue``
+    queue, run, largest = "", 0, 0.0
+    for job in jobs:
+        part = standing_part(job)
+        entry: object = part
+        if part is not None:
+            holds = held_by_part.get(part)
+            if holds is None:
+                holds = held_by_part[part] = part.allocated.holds_anything()
+            bound = part.largest
+        else:
+            holds, entry, bound = job.allocated.holds_anything(), job, _largest_of(job.allocated, 0.0)
+        if not holds:
+            continue
+        if bound < 0.0:
+            return None
+        if entry is not last or job.queue != queue:
+            if last is not None:
+                counts[last] = counts.get(last, 0) + run
+                bounds[queue] += largest * run
+            queue = job.queue
+            found = groups.get(queue)
+            if found is None:
+                found = groups[queue] = {}
+                bounds[queue] = 0.0
+                holding[queue] = None
+            counts, last, run, largest = found, entry, 0, bound
+        run += 1
+    if last is not None:
+        counts[last] = counts.get(last, 0) + run
+        bounds[queue] += largest * run
+    if any(bound >= EXACT_SUMS_BELOW for bound in bounds.values()):
+        return None
+    for name, found in groups.items():
+        total = totals[name]
+        for added, count in found.items():
+            if isinstance(added, JobPart):
+                _add_times(total, added.allocated, count)
+            elif isinstance(added, JobInfo):
+                total.add_nonzero(added.allocated)
+    return holding
 
 
 def _add_times(total: Resource, part: Resource, count: int) -> None:
