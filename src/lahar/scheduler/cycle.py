@@ -171,19 +171,19 @@ def _close(ssn: Session, previous: dict[str, JobOutcome] | None, hidden: Hidden 
 def _outcome(ssn: Session, job: JobInfo) -> JobOutcome:
     """The job's podgroup phase (set on the job too), conditions, reason and pod counts."""
     kept = ssn.job_facts(job).kept
-    counts = kept.get("scheduled")
-    if counts is None:
-        counts = kept["scheduled"] = scheduled_counts(job)
+    found = kept.get("scheduled")
+    if found is None:
+        found = kept["scheduled"] = scheduled_counts(job)
+    counts: tuple[int, int, int, int, int] = found  # typed: read without boxing (compiled)
     job.phase = podgroup_phase(job, _unschedulable_now(ssn, job), counts)
-    index = job.status_index
     return JobOutcome(
         phase=job.phase,
         queue=job.queue,
         conditions=job.conditions,
         reason=explain(ssn, job),
-        running=len(index.get(TaskStatus.RUNNING, ())),
-        succeeded=len(index.get(TaskStatus.SUCCEEDED, ())),
-        failed=len(index.get(TaskStatus.FAILED, ())),
+        running=counts[2],
+        succeeded=counts[3],
+        failed=counts[4],
     )
 
 
@@ -309,9 +309,10 @@ def _unschedulable_now(ssn: Session, job: JobInfo) -> bool:
     return False
 
 
-def scheduled_counts(job: JobInfo) -> tuple[int, int]:
-    """The job's scheduled tasks (releasing ones still on a node included) and its completed ones."""
-    scheduled = completed = 0
+def scheduled_counts(job: JobInfo) -> tuple[int, int, int, int, int]:
+    """The job's scheduled tasks (releasing ones still on a node included) and its completed
+    ones; then its tasks running, succeeded and failed (the podgroup's pod counts)."""
+    scheduled = completed = running = succeeded = failed = 0
     for status, tasks in job.status_index.items():
         if status in SCHEDULED_STATUSES:
             scheduled += len(tasks)
@@ -319,14 +320,20 @@ def scheduled_counts(job: JobInfo) -> tuple[int, int]:
                 completed += len(tasks)
         elif status is TaskStatus.RELEASING:
             scheduled += sum(1 for t in tasks.values() if t.node_name)
-    return scheduled, completed
+        if status is TaskStatus.RUNNING:
+            running = len(tasks)
+        elif status is TaskStatus.SUCCEEDED:
+            succeeded = len(tasks)
+        elif status is TaskStatus.FAILED:
+            failed = len(tasks)
+    return scheduled, completed, running, succeeded, failed
 
 
-def podgroup_phase(job: JobInfo, unschedulable: bool, counts: tuple[int, int] | None = None) -> str:
+def podgroup_phase(job: JobInfo, unschedulable: bool, counts: tuple[int, int, int, int, int]) -> str:
     """Volcano's ``getPodGroupPhase`` at session close (``counts``: ``scheduled_counts(job)``)."""
     if unschedulable and job.status_index.get(TaskStatus.RUNNING):
         return "Unknown"
-    scheduled, completed = counts if counts is not None else scheduled_counts(job)
+    scheduled, completed = counts[0], counts[1]
     minimum = job.min_member  # the podgroup's minMember (minAvailable without a podgroup)
     if scheduled >= minimum:
         return "Completed" if scheduled == completed else "Running"
