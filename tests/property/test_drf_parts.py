@@ -20,7 +20,7 @@ from lahar.scheduler.framework.config import default_config_text, load_config
 from lahar.scheduler.framework.session import Session
 from lahar.scheduler.plugins import drf, queueattr
 from lahar.scheduler.plugins.drf import DrfPlugin
-from lahar.scheduler.plugins.queueattr import allocations_by_parts, interned, job_part
+from lahar.scheduler.plugins.queueattr import PartTally, allocations_by_parts, interned, job_part
 from lahar.sim.compare import Clock, replay
 from lahar.sim.engine import Simulation
 from lahar.sim.traces import build_workload, parse_cluster
@@ -66,6 +66,15 @@ def _opened(jobs: dict[str, JobInfo], total: Resource) -> DrfPlugin:
     return plugin
 
 
+def _on(plugin: DrfPlugin, sign: int, task: TaskInfo) -> None:
+    """drf's allocate (1) or deallocate (-1) event handler called for ``task``."""
+    plugin._event(_bare_session(), sign)(task)  # the handler reads no session
+
+
+def _bare_session() -> Session:
+    return Session(uid="s", jobs={}, nodes={}, queues={}, conf=load_config(default_config_text()), now=0.0, node_list=[], total_resource=Resource())
+
+
 def _by_dimension(plugin: DrfPlugin, uid: str) -> list[float]:
     """drf's working copy of a job's allocation, each of the cluster's dimensions (absent: 0)."""
     held = plugin._allocated(uid)
@@ -92,7 +101,7 @@ def test_shares_and_victims_from_parts_are_those_of_the_allocation_copied_at_ope
         if tasks and rng.random() < 0.7:
             task, sign = rng.choice(tasks), rng.choice((1, -1))
             for plugin in (lazy, eager):
-                plugin._event(None, sign)(task)
+                _on(plugin, sign, task)
         else:
             uid = rng.choice(list(by_parts))
             assert _by_dimension(lazy, uid) == _by_dimension(eager, uid)
@@ -115,7 +124,7 @@ def test_a_job_whose_part_stands_gets_its_share_without_a_copy_until_it_needs_on
     assert plugin.shares == {"ns/j": 0.25, "ns/k": 0.25}
     assert plugin.allocated == {}  # no copy made at open
     extra = TaskInfo("u", "u", "ns", "ns/j", Resource(0.0, 0.0, {GPU: 4000.0}), status=TaskStatus.ALLOCATED)
-    plugin._event(None, 1)(extra)
+    _on(plugin, 1, extra)
     assert plugin.shares["ns/j"] == 0.5 and plugin.allocated["ns/j"].scalars == {GPU: 8000.0}
     assert list(plugin.allocated) == ["ns/j"] and job.allocated.scalars == {GPU: 4000.0}  # the part is not changed
 
@@ -213,3 +222,39 @@ def test_a_trace_gets_the_same_cycles_with_allocations_from_parts(nodes):
     assert taken > 1000 and none_taken == 0
     assert any(decisions for _, decisions, _, _, _ in by_parts)
     assert by_parts == copied
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["a", "b", "c"]), st.sampled_from(["p", "q", "r"]), st.integers(0, 3)), max_size=30))
+def test_a_tally_counts_each_entry_per_queue_as_one_by_one(jobs):
+    """Jobs in runs and interleaved, some with look-alike counts: each queue's entries counted in
+    the order of their first job, the bounds the sums of count x largest."""
+    largest = {"p": 1.0, "q": 2.0, "r": 4.0, "alike": 8.0}
+    tally = PartTally()
+    groups: dict[str, dict[str, int]] = {}
+    firsts = []
+    for queue, entry, alike in jobs:
+        firsts.append(tally.count(queue, entry, largest[entry]))
+        found = groups.setdefault(queue, {})
+        found[entry] = found.get(entry, 0) + 1
+        if alike:
+            tally.count_more("alike", alike, largest["alike"])
+            found["alike"] = found.get("alike", 0) + alike
+    tally.end_run()
+    assert tally.groups == groups and list(tally.groups) == list(groups)
+    assert all(list(tally.groups[queue]) == list(found) for queue, found in groups.items())
+    assert tally.bounds == {queue: sum(largest[entry] * count for entry, count in found.items()) for queue, found in groups.items()}
+    assert sum(firsts) == len(groups)
+
+
+def test_a_cold_session_leaves_the_queue_totals_to_the_loop():
+    """No part among the first 64 jobs holding something (every job first seen): nothing is
+    counted, the caller adds job by job; one part among them, and the parts count."""
+    job = JobInfo("ns/j", "j", "ns", "a")
+    job.add_task(TaskInfo("t", "t", "ns", "ns/j", Resource(1000.0, 2.0**20), status=TaskStatus.RUNNING))
+    cold = [_with_parts(job.clone(), 3) for _ in range(70)]
+    totals = {"a": Resource(), "b": Resource()}
+    assert allocations_by_parts(cold, totals) is None and _listed(totals) == _listed({"a": Resource(), "b": Resource()})
+    warm = cold[:63] + [_with_parts(job.clone(), 0)] + cold[63:]
+    assert allocations_by_parts(warm, totals) == {"a": None}
+    assert _listed(totals) == _listed(_one_by_one(warm)[0]) and totals["a"].milli_cpu == 71 * 1000.0

@@ -18,6 +18,7 @@ from lahar.scheduler.framework.session import EventHandler, PERMIT, REJECT, Sess
 from lahar.scheduler.plugins.base import Plugin
 from lahar.scheduler.plugins.queueattr import (
     JobPart,
+    PartTally,
     QueueAttr,
     add_job,
     add_lookalikes,
@@ -78,27 +79,13 @@ class ProportionPlugin(Plugin):
         unchanged. Jobs in a row with one part in one queue are counted together. False when
         some value is not a whole number at or above zero, or some sum could reach 2**53."""
         counts = ssn.hidden_counts
-        groups: dict[str, dict[object, int]] = {}
-        bounds: dict[str, float] = {}
-        parts: dict[object, int] = {}
-        last: object = None  # the part (or job) of the last jobs in a row, ``run`` of them, of queue ``queue``
-        queue, run, largest = "", 0, 0.0
+        tally = PartTally()
         for job in ssn.jobs.values():
             entry, weight = self._entry(job)
             if weight < 0.0:
                 return False
-            if entry is not last or job.queue != queue:
-                if last is not None:
-                    parts[last] = parts.get(last, 0) + run
-                    bounds[queue] += largest * run
-                queue = job.queue
-                found = groups.get(queue)
-                if found is None:
-                    found = groups[queue] = {}
-                    bounds[queue] = 0.0
-                    self.attrs[queue] = _new_attr(ssn.queues[queue], total, total_guarantee)
-                parts, last, run, largest = found, entry, 0, weight
-            run += 1
+            if tally.count(job.queue, entry, weight):
+                self.attrs[job.queue] = _new_attr(ssn.queues[job.queue], total, total_guarantee)
             count = counts.get(job.uid) if counts else None
             if count:
                 if job.part_alike is None:
@@ -106,14 +93,9 @@ class ProportionPlugin(Plugin):
                 alike = job.part_alike
                 if not isinstance(alike, JobPart):
                     return False
-                parts[last] = parts.get(last, 0) + run
-                parts[alike] = parts.get(alike, 0) + count
-                bounds[queue] += largest * run + alike.largest * count
-                last, run = None, 0
-        if last is not None:
-            parts[last] = parts.get(last, 0) + run
-            bounds[queue] += largest * run
-        return all(add_parts(self.attrs[name], found, bounds[name]) for name, found in groups.items())
+                tally.count_more(alike, count, alike.largest)
+        tally.end_run()
+        return all(add_parts(self.attrs[name], found, tally.bounds[name]) for name, found in tally.groups.items())
 
     @staticmethod
     def _entry(job: JobInfo) -> tuple[object, float]:

@@ -18,6 +18,7 @@ from lahar.scheduler.framework.config import Arguments
 
 __all__ = [
     "JobPart",
+    "PartTally",
     "QueueAttr",
     "add_inqueue",
     "add_job",
@@ -268,6 +269,51 @@ def add_parts(attr: QueueAttr, parts: dict[object, int], bound: float) -> bool:
     return True
 
 
+class PartTally:
+    """Jobs counted by what stands for each (a part, or the job itself) queue by queue, in the
+    order of each one's first job, with a bound per queue on every value added (``count x``
+    the entry's largest value): jobs in a row with one entry in one queue are counted at once."""
+
+    def __init__(self) -> None:
+        self.groups: dict[str, dict[object, int]] = {}  # by queue, in the order of its first job
+        self.bounds: dict[str, float] = {}
+        self._counts: dict[object, int] = {}
+        self._last: object = None  # the entry of the last jobs in a row, ``_run`` of them, of ``_queue``
+        self._queue = ""
+        self._run = 0
+        self._largest = 0.0
+
+    def count(self, queue: str, entry: object, largest: float) -> bool:
+        """One more job of ``queue`` standing as ``entry``; True when it is the queue's first."""
+        first = False
+        if entry is not self._last or queue != self._queue:
+            self.end_run()
+            found = self.groups.get(queue)
+            if found is None:
+                found = self.groups[queue] = {}
+                self.bounds[queue] = 0.0
+                first = True
+            self._counts, self._last, self._queue, self._largest = found, entry, queue, largest
+        self._run += 1
+        return first
+
+    def count_more(self, entry: object, count: int, largest: float) -> None:
+        """``count`` more of ``entry`` in the last job's queue (its look-alikes), after it."""
+        self.end_run()
+        found = self.groups[self._queue]
+        found[entry] = found.get(entry, 0) + count
+        self.bounds[self._queue] += largest * count
+
+    def end_run(self) -> None:
+        if self._last is not None:
+            self._counts[self._last] = self._counts.get(self._last, 0) + self._run
+            self.bounds[self._queue] += self._largest * self._run
+        self._last, self._run = None, 0
+
+
+_FIRST_HOLDERS = 64  # with no part among a session's first holders, the totals are added one by one
+
+
 def allocations_by_parts(jobs: Iterable[JobInfo], totals: dict[str, Resource]) -> dict[str, None] | None:
     """What every job holds added to its queue's total in ``totals``, jobs alike once: each job
     whose part stands for it (``standing_part``) by its part, ``count`` times, the others one by
@@ -275,14 +321,11 @@ def allocations_by_parts(jobs: Iterable[JobInfo], totals: dict[str, Resource]) -
     by job (``cycle.queue_allocations``): the same values, scalar keys and scalar maps (see
     ``add_parts``). Returns the queues that hold something, in the order of their first job
     holding something; None, with nothing added, when some value is not a whole number at or
-    above zero or some sum could reach 2**53."""
-    groups: dict[str, dict[object, int]] = {}
-    bounds: dict[str, float] = {}
-    holding: dict[str, None] = {}
+    above zero or some sum could reach 2**53, or when none of the first 64 jobs holding
+    something has a part (a cold session: the caller's loop costs less)."""
+    tally = PartTally()
     held_by_part: dict[JobPart, bool] = {}
-    counts: dict[object, int] = {}
-    last: object = None  # the part (or job) of the last jobs in a row, ``run`` of them, of queue ``queue``
-    queue, run, largest = "", 0, 0.0
+    holders = by_part = 0
     for job in jobs:
         part = standing_part(job)
         entry: object = part
@@ -297,31 +340,23 @@ def allocations_by_parts(jobs: Iterable[JobInfo], totals: dict[str, Resource]) -
             continue
         if bound < 0.0:
             return None
-        if entry is not last or job.queue != queue:
-            if last is not None:
-                counts[last] = counts.get(last, 0) + run
-                bounds[queue] += largest * run
-            queue = job.queue
-            found = groups.get(queue)
-            if found is None:
-                found = groups[queue] = {}
-                bounds[queue] = 0.0
-                holding[queue] = None
-            counts, last, run, largest = found, entry, 0, bound
-        run += 1
-    if last is not None:
-        counts[last] = counts.get(last, 0) + run
-        bounds[queue] += largest * run
-    if any(bound >= EXACT_SUMS_BELOW for bound in bounds.values()):
+        holders += 1
+        if part is not None:
+            by_part += 1
+        if holders == _FIRST_HOLDERS and by_part == 0:
+            return None  # a cold session (no job seen before): one by one costs less than counting
+        tally.count(job.queue, entry, bound)
+    tally.end_run()
+    if any(bound >= EXACT_SUMS_BELOW for bound in tally.bounds.values()):
         return None
-    for name, found in groups.items():
+    for name, found in tally.groups.items():
         total = totals[name]
         for added, count in found.items():
             if isinstance(added, JobPart):
                 _add_times(total, added.allocated, count)
             elif isinstance(added, JobInfo):
                 total.add_nonzero(added.allocated)
-    return holding
+    return dict.fromkeys(tally.groups)
 
 
 def _add_times(total: Resource, part: Resource, count: int) -> None:
