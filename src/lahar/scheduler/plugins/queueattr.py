@@ -343,7 +343,7 @@ def allocations_by_parts(jobs: Iterable[JobInfo], totals: dict[str, Resource]) -
         holders += 1
         if part is not None:
             by_part += 1
-        if holders == _FIRST_HOLDERS and by_part == 0:
+        if by_part == 0 and holders == _FIRST_HOLDERS:
             return None  # a cold session (no job seen before): one by one costs less than counting
         tally.count(job.queue, entry, bound)
     tally.end_run()
