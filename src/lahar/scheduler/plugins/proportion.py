@@ -30,6 +30,7 @@ from lahar.scheduler.plugins.queueattr import (
     job_bound,
     job_part,
     lookalike_part,
+    part_current,
     schedulable_states,
     update_share,
 )
@@ -101,7 +102,7 @@ class ProportionPlugin(Plugin):
     def _entry(job: JobInfo) -> tuple[object, float]:
         """What stands for ``job`` in its queue's parts: its part, or the job itself when first
         seen; with a bound on the values it adds (-1: not whole numbers at or above zero)."""
-        if job.part_changes != job.changes or job.part_phase != job.phase:
+        if not part_current(job):
             job.part, job.part_alike = None, None
             job.part_changes, job.part_phase = job.changes, job.phase
             return job, job_bound(job)

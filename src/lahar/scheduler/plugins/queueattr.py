@@ -32,6 +32,7 @@ __all__ = [
     "job_part",
     "lookalike_part",
     "lookalikes_room",
+    "part_current",
     "schedulable_states",
     "standing_part",
     "update_share",
@@ -167,11 +168,17 @@ def job_part(job: JobInfo) -> JobPart | None:
     return _whole_part(allocated, request, inqueue, elastic)
 
 
+def part_current(job: JobInfo) -> bool:
+    """Whether the job's part (and look-alike part) was worked out for its present tasks and
+    phase (``ProportionPlugin._entry`` stamps them); else it stands for an older state."""
+    return job.part_changes == job.changes and job.part_phase == job.phase
+
+
 def standing_part(job: JobInfo) -> JobPart | None:
     """The job's part when it was made for the job as it now is (its tasks and phase: see
     ``ProportionPlugin._entry``, which makes it), else None."""
     part = job.part
-    if isinstance(part, JobPart) and job.part_changes == job.changes and job.part_phase == job.phase:
+    if isinstance(part, JobPart) and part_current(job):
         return part
     return None
 
