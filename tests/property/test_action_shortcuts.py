@@ -22,18 +22,15 @@ from pathlib import Path
 import pytest
 
 from lahar.scheduler.actions import ACTIONS, allocate, preempt, reclaim
-from lahar.scheduler.framework.config import default_config_text, load_config
 from lahar.scheduler.framework.statement import Statement
-from lahar.sim.compare import Clock, replay
 from lahar.sim.engine import Simulation
 from lahar.sim.inputs import load_simulation_inputs
-from lahar.sim.traces import build_workload, parse_cluster
+from tests.trace_slice import BACKLOG_CLUSTERS, fingerprint, replay_slice
 
 # replaces functions inside the scheduling core (see tests/test_python_source.py)
 pytestmark = pytest.mark.python_source
 
 ROOT = Path(__file__).resolve().parents[2]
-SLICE = ROOT / "tests" / "data" / "traces" / "philly-head.csv"
 
 
 def _long_way(monkeypatch) -> None:
@@ -105,24 +102,16 @@ def _counted(fn, answers: list[bool]):
 
 
 def _trace_cycles(nodes: str) -> list:
-    workload = build_workload(f"philly:{SLICE}", limit=150)
-    workload.nodes = parse_cluster([nodes])  # too small for the slice: jobs wait, queues borrow and reclaim
-    objects, _ = workload.objects(None)
-    seen = []
-    sim = Simulation(objects, load_config(default_config_text()), period=1.0, observers=[lambda s, record: seen.append(_fingerprint(record))])
-    sim.keep_cycles = False
-    replay(sim, objects, Clock(period=1.0, until=None, cycles=None))
+    seen: list = []
+    replay_slice(nodes, [lambda s, record: seen.append(_fingerprint(record))])
     return seen
 
 
 def _fingerprint(record) -> tuple:
-    result = record.result
-    decisions = [(d.type, d.task, d.node, d.reason) for d in result.decisions]
-    jobs = sorted((uid, o.phase, repr(o.reason)) for uid, o in result.jobs.items())
-    return record.time, decisions, jobs, result.session.notes  # the notes the reasons are made of
+    return (*fingerprint(record), record.result.session.notes)  # the notes the reasons are made of
 
 
-@pytest.mark.parametrize("nodes", ["3 x cpu=64,memory=512Gi,gpu=8", "6 x cpu=64,memory=512Gi,gpu=8"])
+@pytest.mark.parametrize("nodes", BACKLOG_CLUSTERS)
 def test_a_trace_backlog_gets_the_same_decisions_the_long_way(monkeypatch, nodes):
     shortcuts = {"allocate": (allocate, "_refused_throughout"), "preempt A": (preempt, "_nothing_to_do"), "preempt B": (preempt, "_gives_up_inside"), "reclaim": (reclaim, "_refused_throughout")}
     passed_over: dict[str, list[bool]] = {label: [] for label in shortcuts}
@@ -160,7 +149,7 @@ def test_seed_scenarios_get_the_same_decisions_the_long_way(name):
     assert _scenario_cycles(name) == _patched(_long_way, lambda: _scenario_cycles(name))
 
 
-@pytest.mark.parametrize("nodes", ["3 x cpu=64,memory=512Gi,gpu=8", "6 x cpu=64,memory=512Gi,gpu=8"])
+@pytest.mark.parametrize("nodes", BACKLOG_CLUSTERS)
 def test_heaps_built_late_decide_as_heaps_built_up_front(nodes):
     assert _trace_cycles(nodes) == _patched(_eager_heaps, lambda: _trace_cycles(nodes))
     late = [_scenario_cycles(name) for name in SCENARIO_NAMES]

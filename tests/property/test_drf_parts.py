@@ -7,7 +7,6 @@ open gave: the shares, the job order, the victims, after any allocate and deallo
 from __future__ import annotations
 
 import random
-from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
@@ -21,13 +20,9 @@ from lahar.scheduler.framework.session import Session
 from lahar.scheduler.plugins import drf, queueattr
 from lahar.scheduler.plugins.drf import DrfPlugin
 from lahar.scheduler.plugins.queueattr import PartTally, allocations_by_parts, interned, job_part
-from lahar.sim.compare import Clock, replay
-from lahar.sim.engine import Simulation
-from lahar.sim.traces import build_workload, parse_cluster
 from tests import builders
+from tests.trace_slice import BACKLOG_CLUSTERS, fingerprint, replay_slice
 
-ROOT = Path(__file__).resolve().parents[2]
-SLICE = ROOT / "tests" / "data" / "traces" / "philly-head.csv"
 GPU = "nvidia.com/gpu"
 SCALARS = (GPU, "pods", "example.com/fpga")
 STATUSES = (TaskStatus.PENDING, TaskStatus.RUNNING, TaskStatus.BOUND, TaskStatus.SUCCEEDED, TaskStatus.PIPELINED, TaskStatus.RELEASING)
@@ -184,9 +179,6 @@ def test_queue_allocations_whose_sums_could_reach_two_to_the_53_are_added_job_by
 def _trace_cycles(nodes: str, by_parts: bool) -> tuple[list, int]:
     """Every cycle's decisions, outcomes, drf's shares and queue allocations, and how many
     times drf and the allocations took a job's part."""
-    workload = build_workload(f"philly:{SLICE}", limit=150)
-    workload.nodes = parse_cluster([nodes])  # too small for the slice: jobs wait, queues borrow and reclaim
-    objects, _ = workload.objects(None)
     seen, taken, shares = [], [], []
     original = queueattr.standing_part
 
@@ -196,10 +188,7 @@ def _trace_cycles(nodes: str, by_parts: bool) -> tuple[list, int]:
         return found
 
     def observe(sim, record) -> None:
-        result = record.result
-        decisions = [(d.type, d.task, d.node, d.reason) for d in result.decisions]
-        outcomes = sorted((uid, o.phase, repr(o.reason)) for uid, o in result.jobs.items())
-        seen.append((record.time, decisions, outcomes, shares[-1], _listed(result.queue_allocated)))
+        seen.append((*fingerprint(record), shares[-1], _listed(record.result.queue_allocated)))
 
     def close(self, ssn) -> None:  # drf's shares as the actions left them
         shares.append(sorted((uid, self.shares.get(uid, 0.0), tuple(_by_dimension(self, uid))) for uid in ssn.jobs))
@@ -208,14 +197,12 @@ def _trace_cycles(nodes: str, by_parts: bool) -> tuple[list, int]:
         patch.setattr(drf, "standing_part", standing_or_not)
         patch.setattr(queueattr, "standing_part", standing_or_not)
         patch.setattr(DrfPlugin, "on_session_close", close, raising=False)
-        sim = Simulation(objects, load_config(default_config_text()), period=1.0, observers=[observe])
-        sim.keep_cycles = False
-        replay(sim, objects, Clock(period=1.0, until=None, cycles=None))
+        replay_slice(nodes, [observe])
     return seen, sum(taken)
 
 
 @pytest.mark.python_source  # replaces a function inside the scheduling core (see tests/test_python_source.py)
-@pytest.mark.parametrize("nodes", ["3 x cpu=64,memory=512Gi,gpu=8", "6 x cpu=64,memory=512Gi,gpu=8"])
+@pytest.mark.parametrize("nodes", BACKLOG_CLUSTERS)
 def test_a_trace_gets_the_same_cycles_with_allocations_from_parts(nodes):
     by_parts, taken = _trace_cycles(nodes, by_parts=True)
     copied, none_taken = _trace_cycles(nodes, by_parts=False)

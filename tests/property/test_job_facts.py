@@ -18,10 +18,10 @@ from lahar.scheduler.lookalikes import _described
 from lahar.scheduler.plugins import PLUGINS, Plugin, register
 from lahar.scheduler.plugins.gang import _unschedulable_head, skip_unschedulable_for_releasing
 from lahar.scheduler.reasons import _pending_request
-from lahar.sim.compare import Clock, replay
 from lahar.sim.engine import Simulation
 from lahar.sim.inputs import load_simulation_inputs
 from lahar.sim.traces import build_workload, parse_cluster
+from tests.trace_slice import BACKLOG_CLUSTERS, replay_slice
 
 # replaces functions inside the scheduling core (see tests/test_python_source.py)
 pytestmark = pytest.mark.python_source
@@ -95,14 +95,9 @@ def _taggable(monkeypatch):
     monkeypatch.setattr(session, "JobFacts", _Tagged)
 
 
-@pytest.mark.parametrize("nodes", ["3 x cpu=64,memory=512Gi,gpu=8", "6 x cpu=64,memory=512Gi,gpu=8"])
+@pytest.mark.parametrize("nodes", BACKLOG_CLUSTERS)
 def test_kept_facts_are_the_plugins_answers_in_a_backlog(kept, nodes):
-    workload = build_workload(f"philly:{SLICE}", limit=150)
-    workload.nodes = parse_cluster([nodes])  # too small for the slice: jobs wait, queues borrow and reclaim
-    objects, _ = workload.objects(None)
-    sim = Simulation(objects, load_config(default_config_text()), period=1.0)
-    sim.keep_cycles = False
-    replay(sim, objects, Clock(period=1.0, until=None, cycles=None))
+    replay_slice(nodes)
     assert kept["kept"] > 1000 and kept["across cycles"] > 100 and kept["kept entries"] > 1000 and kept["kinds"] > 1000, kept
 
 

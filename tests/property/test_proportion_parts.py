@@ -6,7 +6,6 @@ whole cycles must decide, phase and explain exactly as with the jobs added one b
 
 from __future__ import annotations
 
-from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
@@ -14,15 +13,10 @@ from hypothesis import strategies as st
 
 from lahar.resources import Resource
 from lahar.scheduler.api import JobInfo, TaskInfo, TaskStatus
-from lahar.scheduler.framework.config import default_config_text, load_config
 from lahar.scheduler.plugins import proportion
 from lahar.scheduler.plugins.queueattr import QueueAttr, add_job, add_lookalikes, add_parts, interned, job_bound, job_part, lookalike_part
-from lahar.sim.compare import Clock, replay
-from lahar.sim.engine import Simulation
-from lahar.sim.traces import build_workload, parse_cluster
+from tests.trace_slice import BACKLOG_CLUSTERS, fingerprint, replay_slice
 
-ROOT = Path(__file__).resolve().parents[2]
-SLICE = ROOT / "tests" / "data" / "traces" / "philly-head.csv"
 SCALARS = ("nvidia.com/gpu", "pods", "example.com/fpga")
 STATUSES = (TaskStatus.PENDING, TaskStatus.RUNNING, TaskStatus.BOUND, TaskStatus.SUCCEEDED, TaskStatus.RELEASING)
 
@@ -137,9 +131,6 @@ def test_a_jobs_bound_covers_what_it_holds_asks_and_reserves():
 
 def _trace_cycles(nodes: str, by_parts: bool) -> tuple[list, int]:
     """Every cycle's decisions, outcomes and queue totals, and how many cycles added by parts."""
-    workload = build_workload(f"philly:{SLICE}", limit=150)
-    workload.nodes = parse_cluster([nodes])  # too small for the slice: jobs wait, queues borrow and reclaim
-    objects, _ = workload.objects(None)
     seen, taken = [], []
     original = proportion.ProportionPlugin._add_parts
 
@@ -148,17 +139,12 @@ def _trace_cycles(nodes: str, by_parts: bool) -> tuple[list, int]:
         return taken[-1]
 
     def observe(sim, record) -> None:
-        result = record.result
-        decisions = [(d.type, d.task, d.node, d.reason) for d in result.decisions]
-        outcomes = sorted((uid, o.phase, repr(o.reason)) for uid, o in result.jobs.items())
-        attrs = sorted((name, _totals(attr), _totals_of(attr.deserved), attr.share) for name, attr in result.session.queue_attrs.items())
-        seen.append((record.time, decisions, outcomes, attrs))
+        attrs = sorted((name, _totals(attr), _totals_of(attr.deserved), attr.share) for name, attr in record.result.session.queue_attrs.items())
+        seen.append((*fingerprint(record), attrs))
 
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(proportion.ProportionPlugin, "_add_parts", add_parts_or_not)
-        sim = Simulation(objects, load_config(default_config_text()), period=1.0, observers=[observe])
-        sim.keep_cycles = False
-        replay(sim, objects, Clock(period=1.0, until=None, cycles=None))
+        replay_slice(nodes, [observe])
     return seen, sum(taken)
 
 
@@ -167,7 +153,7 @@ def _totals_of(res: Resource) -> tuple:
 
 
 @pytest.mark.python_source  # replaces a function inside the scheduling core (see tests/test_python_source.py)
-@pytest.mark.parametrize("nodes", ["3 x cpu=64,memory=512Gi,gpu=8", "6 x cpu=64,memory=512Gi,gpu=8"])
+@pytest.mark.parametrize("nodes", BACKLOG_CLUSTERS)
 def test_a_trace_backlog_gets_the_same_cycles_with_jobs_added_by_parts(nodes):
     by_parts, taken = _trace_cycles(nodes, by_parts=True)
     one_by_one, none_taken = _trace_cycles(nodes, by_parts=False)
