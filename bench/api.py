@@ -198,10 +198,10 @@ def main() -> None:
                 loop_before = metric(c, LOOP_CPU)
                 groups_before, grouped_before = metric(c, GROUPS), metric(c, GROUPED)
             start, client_cpu = time.perf_counter(), time.process_time()
-            for t in threads:
-                t.start()
-            for t in threads:
-                t.join()
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join()
             submitted = time.perf_counter() - start
             client_cpu = time.process_time() - client_cpu
             with httpx.Client(base_url=url, timeout=120, headers=headers) as c:
