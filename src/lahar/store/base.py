@@ -18,9 +18,9 @@ Versions are contiguous: every version is exactly one watch event.
 from __future__ import annotations
 
 import json
+import os
 import secrets
 import string
-import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -62,6 +62,24 @@ _CLUSTER_SCOPED = frozenset({"LaharEvent", "Token", "UsageRecord"})
 _NAME_SUFFIX = string.ascii_lowercase + string.digits
 
 ChangeType = Literal["ADDED", "MODIFIED", "DELETED"]
+
+
+# a version 4 UUID's variant digit (RFC 9562: the two high bits 10) from a random hex digit,
+# keeping its two low bits, as ``uuid.UUID(..., version=4)`` does
+_UUID_VARIANT = {digit: "89ab"[int(digit, 16) & 3] for digit in "0123456789abcdef"}
+
+
+def uid_text(raw: bytes) -> str:
+    """The text of the version 4 UUID made of 16 random bytes, as ``str(uuid.UUID(bytes=raw,
+    version=4))`` writes it, without building the ``UUID`` object (a third of the cost; every
+    object created takes one)."""
+    h = raw.hex()
+    return f"{h[:8]}-{h[8:12]}-4{h[13:16]}-{_UUID_VARIANT[h[16]]}{h[17:20]}-{h[20:]}"
+
+
+def new_uid() -> str:
+    """A random (version 4) UUID's text, from the system's random source like ``uuid.uuid4``."""
+    return uid_text(os.urandom(16))
 
 
 def _name_suffix(length: int = 5) -> str:
@@ -307,7 +325,7 @@ def new_object(obj: dict, clock: Callable[[], float], owned: bool = False) -> di
         meta["name"] = str(meta["generateName"]) + _name_suffix()
     if is_namespaced(str(body.get("kind") or ""), meta) and not meta.get("namespace"):
         meta["namespace"] = "default"
-    meta["uid"] = str(uuid.uuid4())
+    meta["uid"] = new_uid()
     meta["creationTimestamp"] = rfc3339(clock())
     meta.pop("resourceVersion", None)
     return body
