@@ -383,21 +383,22 @@ class SqlStore:
             return
         doomed, meta = self._local.doomed, self._local.meta
         saved = None if meta is None else meta.copy()
+        plain = self._driver.plain
         with self._errors("write"):
-            held.exec_driver_sql("SAVEPOINT lahar_batch")
+            plain(held, "SAVEPOINT lahar_batch")
             try:
                 yield
             except BaseException:
                 try:
-                    held.exec_driver_sql("ROLLBACK TO SAVEPOINT lahar_batch")
+                    plain(held, "ROLLBACK TO SAVEPOINT lahar_batch")
                 except BaseException:
                     self._local.doomed = True  # the inner writes stand: the batch must not commit
                     raise
                 self._local.doomed = doomed  # what failed inside is undone
                 self._local.meta = saved  # and so are its versions
-                held.exec_driver_sql("RELEASE SAVEPOINT lahar_batch")
+                plain(held, "RELEASE SAVEPOINT lahar_batch")
                 raise
-            held.exec_driver_sql("RELEASE SAVEPOINT lahar_batch")
+            plain(held, "RELEASE SAVEPOINT lahar_batch")
 
     # ----------------------------------------------------------------- the counter
 
@@ -644,6 +645,16 @@ class _DriverStatements:
 
     def run(self, conn: Connection, statement, params: dict) -> None:
         self._execute(conn, statement, params).close()
+
+    def plain(self, conn: Connection, text_: str) -> None:
+        """A statement without parameters, as written (a savepoint's: every write request takes
+        one, and the request's own batch another; through ``exec_driver_sql`` each cost more
+        than the driver's work)."""
+        cursor = conn.connection.dbapi_connection.cursor()  # type: ignore[union-attr]
+        try:
+            cursor.execute(text_)
+        finally:
+            cursor.close()
 
     def count(self, conn: Connection, statement, params: dict) -> int:
         """How many rows the statement changed."""
