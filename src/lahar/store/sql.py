@@ -42,7 +42,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from operator import itemgetter
-from typing import Any
+from typing import Any, ContextManager
 
 from sqlalchemy import (
     BigInteger,
@@ -301,8 +301,7 @@ class SqlStore:
             with self._connect() as conn, conn.begin():
                 yield conn
 
-    @contextmanager
-    def _writing(self) -> Iterator[Connection]:
+    def _writing(self) -> ContextManager[Connection]:
         """This thread's write transaction: a new one, or its open batch's.
 
         A write inside a batch takes no savepoint of its own: a refused write (NotFound,
@@ -310,17 +309,18 @@ class SqlStore:
         no row, before anything changed, so it leaves nothing to undo. A write that fails
         part-way (a database error, or any error once it has begun changing rows) dooms its
         batch instead: the batch is undone when it ends, never committed with half a write in
-        it.
+        it. Inside a batch (every write of a tick or of a group of requests) that is a plain
+        object, ``_HeldWrite``: two generator context managers per write cost more than the
+        rest of its Python.
         """
         held = getattr(self._local, "conn", None)
         if held is not None:
-            try:
-                with self._errors("write"):
-                    yield held
-            except StoreError:
-                self._local.doomed = True
-                raise
-            return
+            return _HeldWrite(self, held)
+        return self._new_write()
+
+    @contextmanager
+    def _new_write(self) -> Iterator[Connection]:
+        """A write transaction of its own (no batch is open in this thread)."""
         if not self._writer.acquire(timeout=self.busy_timeout):
             raise StoreError(
                 f"{self.where}: cannot write: another writer in this process "
@@ -603,6 +603,30 @@ class SqlStore:
             finally:
                 self._writer.release()
         self.engine.dispose()
+
+
+class _HeldWrite:
+    """A write inside this thread's open batch (``SqlStore._writing``): its connection; a
+    database failure becomes a ``StoreError`` (as ``_errors`` words it), and any ``StoreError``
+    dooms the batch."""
+
+    __slots__ = ("store", "conn")
+
+    def __init__(self, store: SqlStore, conn: Connection) -> None:
+        self.store, self.conn = store, conn
+
+    def __enter__(self) -> Connection:
+        return self.conn
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, trace: Any) -> None:
+        if exc is None:
+            return
+        store = self.store
+        if isinstance(exc, (DBAPIError, store._driver_error)):
+            store._local.doomed = True
+            raise StoreError(f"{store.where}: cannot write: {_cause(exc, store.busy_timeout)}") from exc
+        if isinstance(exc, StoreError):
+            store._local.doomed = True
 
 
 class _DriverStatements:
