@@ -286,19 +286,18 @@ class ClusterState:
         keys = self.job_keys
         if keys is None or len(keys) != len(every):  # the same length: the same keys (kept as jobs come and go)
             keys = self.job_keys = sorted(every)  # the keys alone: strings sort many times faster than (key, job) pairs
+        # with the copies of the tasks on nodes, in the same pass: a waiting task (Pending) has
+        # no node, and most jobs of a backlog have only those
+        by_uid: dict[str, TaskInfo] = {}
         for uid in keys:
             job = every[uid]
             if job.queue in queues:
-                jobs[uid] = _session_copy(job)
-        # the copies of the tasks on nodes: a waiting task (Pending) has no node, and most jobs
-        # of a backlog have only those
-        by_uid: dict[str, TaskInfo] = {}
-        for job in jobs.values():
-            index = job.status_index
-            if len(index) == 1 and _PENDING in index:
-                continue
-            for task in job.tasks.values():
-                by_uid[task.uid] = task
+                copy = jobs[uid] = _session_copy(job)
+                index = copy.status_index
+                if len(index) == 1 and _PENDING in index:
+                    continue
+                for task in copy.tasks.values():
+                    by_uid[task.uid] = task
         nodes: dict[str, NodeInfo] = {}
         for name, node in self.nodes.items():
             if node.ready:
