@@ -664,8 +664,9 @@ class NodeInfo:
         twin = self.clone_empty()
         twin.idle, twin.used = self.idle.clone(), self.used.clone()
         twin.releasing, twin.pipelined = self.releasing.clone(), self.pipelined.clone()
+        own = twin.tasks = dict(self.tasks)  # the keys in order at once, each value then replaced
         for key, task in self.tasks.items():
-            twin.tasks[key] = tasks.get(task.uid) or task.clone()
+            own[key] = tasks.get(task.uid) or task.clone()
         twin._accounted = dict(self._accounted)
         return twin
 
