@@ -286,9 +286,11 @@ class SqlStore:
         try:
             yield
         except (DBAPIError, self._driver_error) as exc:
-            raise StoreError(
-                f"{self.where}: cannot {doing}: {_cause(exc, self.busy_timeout)}"
-            ) from exc
+            raise self._failure(doing, exc) from exc
+
+    def _failure(self, doing: str, exc: BaseException) -> StoreError:
+        """The ``StoreError`` for a database failure while ``doing``: the database and the cause."""
+        return StoreError(f"{self.where}: cannot {doing}: {_cause(exc, self.busy_timeout)}")
 
     @contextmanager
     def _reading(self) -> Iterator[Connection]:
@@ -624,7 +626,7 @@ class _HeldWrite:
         store = self.store
         if isinstance(exc, (DBAPIError, store._driver_error)):
             store._local.doomed = True
-            raise StoreError(f"{store.where}: cannot write: {_cause(exc, store.busy_timeout)}") from exc
+            raise store._failure("write", exc) from exc
         if isinstance(exc, StoreError):
             store._local.doomed = True
 
