@@ -34,7 +34,10 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import httpx
 
@@ -83,24 +86,6 @@ def job(name: str) -> dict:
     return {"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job", "metadata": {"name": name}, "spec": {"queue": "bench", "minAvailable": 1, "tasks": [task]}}
 
 
-class RawClient:
-    """One keep-alive connection with the standard library's ``http.client`` (``--client raw``):
-    a request costs the client a fraction of what ``httpx`` spends on it, so on a small machine
-    more of the cores is left to the server. Bodies are encoded before the clock starts."""
-
-    def __init__(self, port: int, headers: dict[str, str]) -> None:
-        self.connection = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
-        self.headers = {**headers, "Content-Type": "application/json"}
-
-    def post(self, path: str, body: bytes) -> tuple[int, bytes]:
-        self.connection.request("POST", path, body=body, headers=self.headers)
-        answer = self.connection.getresponse()
-        return answer.status, answer.read()
-
-    def close(self) -> None:
-        self.connection.close()
-
-
 def share(index: int, args) -> list:
     """One client's share of the jobs (every ``--clients``-th), made before the clock starts:
     documents for httpx, encoded bodies for the raw client."""
@@ -110,28 +95,45 @@ def share(index: int, args) -> list:
     return [job(name) for name in names]
 
 
+@contextmanager
+def poster(kind: str, url: str, port: int, headers: dict[str, str]) -> Iterator[Callable[[Any], tuple[int, str]]]:
+    """A function that POSTs one job (a document for httpx, encoded bytes for ``raw``) to the
+    vcjob route on its own keep-alive connection: the answer's status and text. ``raw`` is the
+    standard library's ``http.client``: a request costs the client a fraction of what httpx
+    spends on it, so on a small machine more of the cores is left to the server."""
+    if kind == "raw":
+        connection = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+        sent = {**headers, "Content-Type": "application/json"}
+
+        def post_raw(body: bytes) -> tuple[int, str]:
+            connection.request("POST", API, body=body, headers=sent)
+            answer = connection.getresponse()
+            return answer.status, answer.read().decode(errors="replace")
+
+        try:
+            yield post_raw
+        finally:
+            connection.close()
+        return
+    with httpx.Client(base_url=url, timeout=60, headers=headers) as c:
+
+        def post(document: dict) -> tuple[int, str]:
+            answer = c.post(API, json=document)
+            return answer.status_code, answer.text
+
+        yield post
+
+
 def submit_all(documents: list, args, url: str, port: int, headers: dict[str, str]) -> tuple[list[float], list[str]]:
     """Submit one client's share: each submit's seconds, and the answers that were not 201 Created."""
     mine, bad = [], []
-    if args.client == "raw":
-        raw = RawClient(port, headers)
-        try:
-            for body in documents:
-                t = time.perf_counter()
-                status, text = raw.post(API, body)
-                mine.append(time.perf_counter() - t)
-                if status != 201:
-                    bad.append(f"{status} {text[:200].decode(errors='replace')}")
-        finally:
-            raw.close()
-        return mine, bad
-    with httpx.Client(base_url=url, timeout=60, headers=headers) as c:
+    with poster(args.client, url, port, headers) as post:
         for document in documents:
             t = time.perf_counter()
-            r = c.post(API, json=document)
+            status, text = post(document)
             mine.append(time.perf_counter() - t)
-            if r.status_code != 201:
-                bad.append(f"{r.status_code} {r.text[:200]}")
+            if status != 201:
+                bad.append(f"{status} {text[:200]}")
     return mine, bad
 
 
