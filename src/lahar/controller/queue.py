@@ -34,6 +34,8 @@ _DESIRED = {
     QueueState.CLOSING: QueueState.CLOSED.value,
     QueueState.CLOSED: QueueState.CLOSED.value,
 }
+_DESIRED_BY_NAME = {state.value: desired for state, desired in _DESIRED.items()}  # refresh asks per queue, twice a cycle
+_MOVE_TO = {"Open": "OpenQueue", "Closed": "CloseQueue", "Suspended": "SuspendQueue"}
 
 
 @dataclass(frozen=True)
@@ -163,10 +165,12 @@ def refresh(queues: Mapping[str, Queue], phase_counts: Callable[[str], Mapping[s
             changes.merge(step)
             queue = current[name]
         counts = {phase.lower(): n for phase, n in phase_counts(name).items()}
-        if any(getattr(queue.status, k) != v for k, v in counts.items()):
-            updated = changes.queues.get(name, queue).model_copy(deep=True)
-            for key, value in counts.items():
-                setattr(updated.status, key, value)
+        status = queue.status
+        if any(getattr(status, k) != v for k, v in counts.items()):
+            # a new status over the same spec and metadata: objects are replaced, never changed
+            # in place (a deep copy of each queue written was most of what this cost a replay)
+            base = changes.queues.get(name, queue)
+            updated = base.model_copy(update={"status": base.status.model_copy(update=counts)})
             changes.queues[name] = updated
             current[name] = updated
     return changes
@@ -176,11 +180,14 @@ def _pending_action(queue: Queue) -> str | None:
     """The action that brings the observed state in line with the desired one, if any."""
     observed, desired = queue.status.state or "", queue.desired_state
     if not observed:
-        return {"Open": "OpenQueue", "Closed": "CloseQueue", "Suspended": "SuspendQueue"}.get(desired)
+        return _MOVE_TO.get(desired)
     if observed == QueueState.UNKNOWN.value:
         return None
     if observed == QueueState.CLOSING.value and desired == QueueState.CLOSED.value:
         return QueueAction.SYNC.value
-    if _DESIRED.get(QueueState(observed)) == desired:
+    settled = _DESIRED_BY_NAME.get(observed)
+    if settled is None:
+        QueueState(observed)  # raises the ValueError of a state that is none
+    if settled == desired:
         return None
-    return {"Open": "OpenQueue", "Closed": "CloseQueue", "Suspended": "SuspendQueue"}[desired]
+    return _MOVE_TO[desired]
