@@ -124,10 +124,12 @@ class _EveryJob(MetricsCollector):
 
 class _Counting(MetricsCollector):
     looked = 0
+    every_job = 0  # cycles in which it looked at every job
 
     def _jobs_to_look_at(self, result, bound):
         keys = super()._jobs_to_look_at(result, bound)
         self.looked += len(keys)
+        self.every_job += keys is result.jobs
         return keys
 
 
@@ -138,3 +140,29 @@ def test_the_metrics_from_changed_outcomes_are_those_from_every_outcome():
     assert changed.result(sim)["summary"]["jobs"] == 120 and every.looked > 10_000
     assert changed.looked < every.looked / 3
 
+
+def test_jobs_that_leave_are_let_go_without_looking_at_every_job():
+    """A finished job leaves the cycle's outcomes (the cache forgets it): the collector stops
+    counting it as waiting, if it was, and looks at no other job for it; only the first cycle,
+    with nothing seen before, looks at every job."""
+    every, changed = _EveryJob(), _Counting()
+    sim = _replay_head([every, changed])
+    assert changed.result(sim) == every.result(sim)
+    assert changed.every_job == 1
+
+
+
+def test_a_job_that_leaves_while_waiting_stops_counting():
+    """A waiting job can leave the cycle's view without finishing (its queue went away): the
+    waiting count per queue drops by it, as a look at every job would find."""
+    from types import SimpleNamespace as Record
+
+    sim = Record(world=Record(podgroups={}))
+    first = {"ns/a": JobOutcome("Inqueue", "q"), "ns/b": JobOutcome("Inqueue", "q"), "ns/c": JobOutcome("Running", "q", running=1)}
+    collector = _Counting()
+    seen = collector._track_jobs(sim, Record(time=1.0, result=Record(jobs=first, changed=None, compared_to=None, decisions=[])))
+    assert seen == {"q": 2}
+    later = {"ns/b": first["ns/b"], "ns/c": first["ns/c"]}  # ns/a left, nothing else changed
+    seen = collector._track_jobs(sim, Record(time=2.0, result=Record(jobs=later, changed=[], compared_to=first, decisions=[])))
+    assert seen == {"q": 1}
+    assert collector.every_job == 1

@@ -243,15 +243,19 @@ class MetricsCollector:
 
     def _jobs_to_look_at(self, result: Any, bound: set[str]) -> Iterable[str]:
         """Every job of ``result``, in job order; or, when the cycle compared its outcomes with
-        the last ones seen here (the simulation applied them: ``CycleResult.changed``) and no job
-        left its view since, only those whose outcome changed and those bound in this cycle or
-        the last (binding moves a job out of the waiting count before its outcome changes).
-        Any other job's outcome, and so what was noted of it, is the same as when last looked at."""
+        the last ones seen here (the simulation applied them: ``CycleResult.changed``), only
+        those whose outcome changed and those bound in this cycle or the last (binding moves a
+        job out of the waiting count before its outcome changes), once the jobs that left its
+        view since (finished: the cache forgot them) are no longer counted as waiting. Any other
+        job's outcome, and so what was noted of it, is the same as when last looked at."""
         before = self._seen_outcomes
         if result.changed is not None and before is not None and result.compared_to is before:
+            now = result.jobs
             arrived = sum(1 for uid in result.changed if uid not in before)
-            if len(result.jobs) == len(before) + arrived:  # none left
-                return sorted(set(result.changed).union(bound, self._bound_before))
+            if len(now) != len(before) + arrived:  # some left: a look at each key, not at each job
+                for uid in [uid for uid in before if uid not in now]:
+                    self._count_waiting(uid, None)
+            return sorted(set(result.changed).union(bound, self._bound_before))
         self._reset_pending()
         return result.jobs
 
