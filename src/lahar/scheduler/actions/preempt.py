@@ -39,8 +39,9 @@ def execute(ssn: Session) -> None:
     while not queues.empty():
         queue = queues.pop()
         _between_jobs(ssn, starving[queue.uid])
+        gave_up: dict[object, bool] | None = {} if _queue_reads_requests(ssn) else None
         for job in starving[queue.uid]:
-            _inside_job(ssn, job)
+            _inside_job(ssn, job, gave_up)
 
 
 def _between_jobs(ssn: Session, starving: list[JobInfo]) -> None:
@@ -49,8 +50,8 @@ def _between_jobs(ssn: Session, starving: list[JobInfo]) -> None:
     job's and task's own state, and phase A and B of other queues change nothing in this one, so
     the heaps come out the same; a queue with nothing to do never needs them."""
     # nothing changes while the jobs are looked at: tasks that ask alike give up alike
-    alike = not ssn._enabled("pre_predicate") and ssn.declared(("allocatable",), "queue_answers_read_requests")
-    answers: dict[tuple, bool] | None = {} if alike else None
+    alike = not ssn._enabled("pre_predicate") and _queue_reads_requests(ssn)
+    answers: dict[object, bool] | None = {} if alike else None
     if all(_nothing_to_do(ssn, job, answers) for job in starving):
         return  # taking the jobs in order would change nothing (a deep backlog pays for the heap)
     jobs, tasks = _heaps(ssn, starving)
@@ -77,10 +78,14 @@ def _heaps(ssn: Session, starving: list[JobInfo]) -> tuple[PriorityQueue[JobInfo
     return PriorityQueue(ssn.job_order_fn, starving), tasks
 
 
-def _inside_job(ssn: Session, job: JobInfo) -> None:
+def _inside_job(ssn: Session, job: JobInfo, gave_up: dict[object, bool] | None = None) -> None:
+    """Phase B for ``job``. ``gave_up`` (when the queue's answers read requests alone): the kinds
+    of look-alike job found to give up since anything last changed (see ``_gives_up_inside``)."""
     waiting = job.tasks_in(TaskStatus.PENDING)
-    if _gives_up_inside(ssn, job, waiting):
+    if _gives_up_inside(ssn, job, waiting, gave_up):
         return
+    if gave_up is not None:
+        gave_up.clear()  # this job may change the session: what was found no longer stands
     pending = PriorityQueue(ssn.task_order_fn, waiting)
     while not pending.empty():
         preemptor = pending.pop()
@@ -95,16 +100,42 @@ def _inside_job(ssn: Session, job: JobInfo) -> None:
         stmt.commit()
 
 
-def _gives_up_inside(ssn: Session, job: JobInfo, waiting: list[TaskInfo]) -> bool:
+def _gives_up_inside(ssn: Session, job: JobInfo, waiting: list[TaskInfo], gave_up: dict[object, bool] | None = None) -> bool:
     """Phase B for ``job`` would give up on its first task, changing nothing: none of the job's
     own tasks runs preemptable (no victim anywhere, as of the action's victims' table, which
     only shrinks), so ``preempt`` could only pipeline a task where it fits as it is, and the
     queue refuses every waiting task (``Allocatable``), so it gives up (``_prospects``) on the
-    first one and phase B stops there. Without a node index ``preempt`` takes the long way."""
+    first one and phase B stops there. Without a node index ``preempt`` takes the long way.
+
+    ``gave_up``: the answer for each kind of look-alike job (``_kind_of``) since the session last
+    changed; a job of a kind found there is refused alike (the same queue and requests)."""
     if ssn.node_index is None or job.uid in _held_tasks(ssn, "B"):
         return False
+    kind = _kind_of(ssn, job) if gave_up is not None else None
+    if gave_up is not None and kind is not None:
+        known = gave_up.get(kind)
+        if known is not None:
+            return known
     queue = ssn.queues[job.queue]
-    return not any(ssn.allocatable(queue, task) for task in waiting)
+    answer = not any(ssn.allocatable(queue, task) for task in waiting)
+    if gave_up is not None and kind is not None:
+        gave_up[kind] = answer
+    return answer
+
+
+def _queue_reads_requests(ssn: Session) -> bool:
+    """Whether every enabled ``Allocatable`` answers from the queue and the task's request alone."""
+    return ssn.declared(("allocatable",), "queue_answers_read_requests")
+
+
+def _kind_of(ssn: Session, job: JobInfo) -> object | None:
+    """The job's kind of look-alike waiting job when a cycle described it (``lahar.scheduler.
+    lookalikes``; kept with its facts while its tasks stand), else None. Jobs of one kind have
+    the same queue, priority and tasks but for their names: every task pending and nominated
+    nowhere, with the same priorities, preemption policy and requests. Kinds are told apart by
+    identity, so a kind from an older table is still only its own look-alikes'."""
+    facts = ssn.job_facts(job)
+    return facts.kind if facts.kind_generation >= 0 else None
 
 
 def _eligible(task: TaskInfo, preemptor: TaskInfo) -> bool:
@@ -189,17 +220,31 @@ def _prospects(ssn: Session, preemptor: TaskInfo, job: JobInfo, queue: QueueInfo
     return _possible_nodes(ssn, preemptor, held)
 
 
-def _nothing_to_do(ssn: Session, job: JobInfo, answers: dict[tuple, bool] | None = None) -> bool:
+def _nothing_to_do(ssn: Session, job: JobInfo, answers: dict[object, bool] | None = None) -> bool:
     """Phase A for ``job``, a starving job of the queue whose turn it is, would change nothing:
     preempt gives up at once for each of its pending tasks (a task that gives up changes
     nothing, so the next one meets the same session, and so does the next job). The job is
     still starving: whether it is depends on its own tasks only, and before its queue's turn
     only its queue's own preemptors (phase A) or its own tasks (phase B) could have moved them.
 
-    ``answers`` (when given) keeps the answer for each kind of task while nothing changes: a
-    task that is nominated nowhere gives up or not by its preemptable key, its preemption policy
-    and its request alone (``_prospects`` reads nothing else of it when no pre-predicate is
-    enabled: its queue's victims and refusal, and the nodes where that request could fit)."""
+    ``answers`` (when given) keeps the answer for each kind of task while nothing changes (see
+    ``_tasks_give_up``), and for each kind of look-alike job (``_kind_of``): the same queue and
+    tasks give the same answer."""
+    kind = _kind_of(ssn, job) if answers is not None else None
+    if answers is None or kind is None:
+        return _tasks_give_up(ssn, job, answers)
+    known = answers.get(kind)
+    if known is None:
+        known = answers[kind] = _tasks_give_up(ssn, job, answers)
+    return known
+
+
+def _tasks_give_up(ssn: Session, job: JobInfo, answers: dict[object, bool] | None) -> bool:
+    """Whether preempt gives up at once for each of the job's pending tasks (``_prospects``).
+    ``answers``: a task that is nominated nowhere gives up or not by its preemptable key, its
+    preemption policy and its request alone (``_prospects`` reads nothing else of it when no
+    pre-predicate is enabled: its queue's victims and refusal, and the nodes where that request
+    could fit)."""
     queue = ssn.queues[job.queue]
     for task in ssn.job_facts(job).pending(ssn, job):  # any order would do: nothing changes meanwhile
         key = ssn.preemptable_key(task)
