@@ -115,11 +115,14 @@ def _fingerprint(record) -> tuple:
 def test_a_trace_backlog_gets_the_same_decisions_the_long_way(monkeypatch, nodes):
     shortcuts = {"allocate": (allocate, "_refused_throughout"), "preempt A": (preempt, "_nothing_to_do"), "preempt B": (preempt, "_gives_up_inside"), "reclaim": (reclaim, "_refused_throughout")}
     passed_over: dict[str, list[bool]] = {label: [] for label in shortcuts}
+    later_turns: list[bool] = []  # allocate's queue that placed a job and then refuses the rest
     with monkeypatch.context() as patch:
         for label, (module, name) in shortcuts.items():
             patch.setattr(module, name, _counted(getattr(module, name), passed_over[label]))
+        patch.setattr(allocate, "_refuses_the_rest", _counted(allocate._refuses_the_rest, later_turns))
         short = _trace_cycles(nodes)
     assert all(sum(answers) > 100 for answers in passed_over.values()), {k: sum(v) for k, v in passed_over.items()}  # each was taken
+    assert sum(later_turns) > 50, sum(later_turns)
     long = _patched(_long_way, lambda: _trace_cycles(nodes))
     assert any(reason != "None" for _, _, jobs, _ in short for _, _, reason in jobs)  # jobs did wait
     assert short == long

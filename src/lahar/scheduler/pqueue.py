@@ -46,6 +46,10 @@ class PriorityQueue(Generic[T]):
     def peek(self) -> T:
         return self._items[0]
 
+    def entries(self) -> list[T]:
+        """Every entry, in no particular order (the queue is left as it is)."""
+        return list(self._items)
+
     def drain(self) -> list[T]:
         """Every entry, popped in order (the queue is left empty)."""
         return [self.pop() for _ in range(len(self._items))]
@@ -107,6 +111,10 @@ class KeyedQueue(Generic[T]):
 
     def peek(self) -> T:
         return self._items[0][1]
+
+    def entries(self) -> list[T]:
+        """Every entry, in no particular order (the queue is left as it is)."""
+        return [item for _, item in self._items]
 
     def drain(self) -> list[T]:
         """Every entry, popped in order (the queue is left empty)."""

@@ -34,6 +34,7 @@ def execute(ssn: Session) -> None:
     queues, waiting = _build_context(ssn)
     jobs_by_queue: dict[str, JobHeap] = {}
     worksheets: dict[str, PriorityQueue[TaskInfo]] = {}
+    placed: set[str] = set()  # queues that placed or reserved tasks since their last turn
     while not queues.empty():
         queue = queues.pop()
         if ssn.overused(queue):
@@ -47,13 +48,19 @@ def execute(ssn: Session) -> None:
         jobs = jobs_by_queue.get(queue.uid)
         if jobs is None or jobs.empty():
             continue
+        if queue.uid in placed:  # it holds more now: it may refuse all that is left
+            placed.discard(queue.uid)
+            if _refuses_the_rest(ssn, queue, jobs, worksheets):
+                continue
         job = jobs.pop()
         tasks = worksheets[job.uid]
         stmt = allocate_tasks(ssn, job, tasks, cache_errors)
-        if stmt is not None and ssn.job_ready(job):
-            stmt.commit()
-            if not tasks.empty():
-                jobs.push(job)
+        if stmt is not None:
+            placed.add(queue.uid)
+            if ssn.job_ready(job):
+                stmt.commit()
+                if not tasks.empty():
+                    jobs.push(job)
         queues.push(queue)
 
 
@@ -62,9 +69,12 @@ def _refused_throughout(ssn: Session, queue: QueueInfo, entries: list[tuple[JobI
     has waiting (``Allocatable``). Taking them in order would then only write those notes: a
     refused task changes nothing, so the queue's share stays the lowest and its jobs come one
     after the other until none is left (a deep backlog would pay for the heaps). When some task
-    is allowed, nothing is written and the jobs are taken in order. Asked once per queue and
-    action, when the queue first comes up, so that the question costs at most one look at each
-    job. A job's tasks are noted in task order, as the long way would note them."""
+    is allowed, nothing is written and the jobs are taken in order. Asked when the queue first
+    comes up, and again at its next turn after each job of it that placed or reserved tasks (the
+    queue holds more, so it may refuse what is left: a deep backlog's queue that places one job
+    and then refuses the thousands behind it), for the jobs and tasks still waiting: a look at
+    each of them until the first task allowed. A job's tasks are noted in task order, as the
+    long way would note them."""
     for _, tasks in entries:
         for task in tasks:
             if ssn.allocatable(queue, task):
@@ -73,6 +83,14 @@ def _refused_throughout(ssn: Session, queue: QueueInfo, entries: list[tuple[JobI
         for task in pop_order(ssn.task_order_fn, tasks):
             ssn.note(job.uid, kind="queue-allocatable", queue=queue.name, task=task.key)
     return True
+
+
+def _refuses_the_rest(ssn: Session, queue: QueueInfo, jobs: JobHeap, worksheets: dict[str, PriorityQueue[TaskInfo]]) -> bool:
+    """``_refused_throughout`` for the jobs and tasks the queue still has waiting, asked only when
+    the next task to come up is refused (else the queue places it, or tries, as it is)."""
+    if ssn.allocatable(queue, worksheets[jobs.peek().uid].peek()):
+        return False
+    return _refused_throughout(ssn, queue, [(job, worksheets[job.uid].entries()) for job in jobs.entries()])
 
 
 def _build_context(ssn: Session) -> tuple[PriorityQueue[QueueInfo], dict[str, list[tuple[JobInfo, list[TaskInfo]]]]]:
