@@ -103,9 +103,7 @@ class LiveView:
 
     def phase_counts(self, queue: str) -> dict[str, int]:
         """Podgroups of ``queue`` per phase (zero counts included)."""
-        counts = self._phases.get(queue)
-        if not counts:
-            return dict.fromkeys(_PHASES, 0)
+        counts = self._phases.get(queue, {})
         return {phase: counts.get(phase, 0) for phase in _PHASES}
 
     def queue(self, name: str) -> Queue | None:

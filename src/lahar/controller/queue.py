@@ -187,7 +187,7 @@ def _pending_action(queue: Queue) -> str | None:
         return QueueAction.SYNC.value
     settled = _DESIRED_BY_NAME.get(observed)
     if settled is None:
-        QueueState(observed)  # raises the ValueError of a state that is none
+        raise ValueError(f"{observed!r} is not a valid {QueueState.__name__}")
     if settled == desired:
         return None
     return _MOVE_TO[desired]

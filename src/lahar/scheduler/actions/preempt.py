@@ -36,21 +36,22 @@ def execute(ssn: Session) -> None:
             continue
         starving.setdefault(job.queue, []).append(job)
     queues: PriorityQueue[QueueInfo] = PriorityQueue(ssn.queue_order_fn, [ssn.queues[q] for q in starving])
+    alike = _queue_reads_requests(ssn)  # the plugins' declarations: the same for every queue
     while not queues.empty():
         queue = queues.pop()
-        _between_jobs(ssn, starving[queue.uid])
-        gave_up: dict[object, bool] | None = {} if _queue_reads_requests(ssn) else None
+        _between_jobs(ssn, starving[queue.uid], alike)
+        gave_up: dict[object, bool] | None = {} if alike else None
         for job in starving[queue.uid]:
             _inside_job(ssn, job, gave_up)
 
 
-def _between_jobs(ssn: Session, starving: list[JobInfo]) -> None:
+def _between_jobs(ssn: Session, starving: list[JobInfo], reads_requests: bool) -> None:
     """Phase A for one queue. Its job heap and the jobs' task heaps are built at the queue's
     turn, not when the action starts as Volcano builds them: the order functions read only each
     job's and task's own state, and phase A and B of other queues change nothing in this one, so
     the heaps come out the same; a queue with nothing to do never needs them."""
     # nothing changes while the jobs are looked at: tasks that ask alike give up alike
-    alike = not ssn._enabled("pre_predicate") and _queue_reads_requests(ssn)
+    alike = reads_requests and not ssn._enabled("pre_predicate")
     answers: dict[object, bool] | None = {} if alike else None
     if all(_nothing_to_do(ssn, job, answers) for job in starving):
         return  # taking the jobs in order would change nothing (a deep backlog pays for the heap)
