@@ -74,11 +74,22 @@ def _refused_throughout(ssn: Session, queue: QueueInfo, entries: list[tuple[JobI
     queue holds more, so it may refuse what is left: a deep backlog's queue that places one job
     and then refuses the thousands behind it), for the jobs and tasks still waiting: a look at
     each of them until the first task allowed. A job's tasks are noted in task order, as the
-    long way would note them."""
-    for _, tasks in entries:
+    long way would note them.
+
+    A look-alike waiting job (``JobFacts.described_kind``) whose kind was found refused in this
+    pass is refused without asking: the same queue and tasks get the same answers, and nothing
+    changes during the pass. Only a job whose every task is in its list counts (a worksheet
+    that was taken from holds fewer)."""
+    refused: set[object] = set()  # kinds found refused, job by job, in this pass
+    for job, tasks in entries:
+        kind = ssn.job_facts(job).described_kind() if len(tasks) == len(job.tasks) else None
+        if kind is not None and kind in refused:
+            continue
         for task in tasks:
             if ssn.allocatable(queue, task):
                 return False
+        if kind is not None:
+            refused.add(kind)
     for job, tasks in entries:
         for task in pop_order(ssn.task_order_fn, tasks):
             ssn.note(job.uid, kind="queue-allocatable", queue=queue.name, task=task.key)

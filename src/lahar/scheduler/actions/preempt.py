@@ -131,12 +131,8 @@ def _queue_reads_requests(ssn: Session) -> bool:
 
 def _kind_of(ssn: Session, job: JobInfo) -> object | None:
     """The job's kind of look-alike waiting job when a cycle described it (``lahar.scheduler.
-    lookalikes``; kept with its facts while its tasks stand), else None. Jobs of one kind have
-    the same queue, priority and tasks but for their names: every task pending and nominated
-    nowhere, with the same priorities, preemption policy and requests. Kinds are told apart by
-    identity, so a kind from an older table is still only its own look-alikes'."""
-    facts = ssn.job_facts(job)
-    return facts.kind if facts.kind_generation >= 0 else None
+    lookalikes``; kept with its facts while its tasks stand), else None (``JobFacts.described_kind``)."""
+    return ssn.job_facts(job).described_kind()
 
 
 def _eligible(task: TaskInfo, preemptor: TaskInfo) -> bool:

@@ -89,20 +89,31 @@ def _refused_throughout(ssn: Session, queue: QueueInfo, jobs: list[JobInfo]) -> 
     preempts, or it fails its pre-predicates. Nothing then changes from one job to the next,
     so taking the jobs in order (a heap of a deep backlog) would end the same way; when some
     task would look for victims, nothing is written and the jobs are taken in order. A job's
-    tasks are noted in task order, as the long way would note them."""
+    tasks are noted in task order, as the long way would note them.
+
+    A look-alike waiting job (``JobFacts.described_kind``) whose kind was found refused for
+    every task in this pass is noted without asking: the same queue and tasks get the same
+    answers, and nothing changes during the pass."""
     notes: list[tuple[str, TaskInfo]] = []
+    refused: set[object] = set()  # kinds whose every task the queue may not reclaim for
     for job in jobs:
         facts = ssn.job_facts(job)
         if not facts.starving:
             continue
+        kind = facts.described_kind()
+        known = kind is not None and kind in refused
+        every = True
         for task in facts.pending(ssn, job):
             if task.preemption_policy == "Never":
                 continue
-            if not ssn.preemptive(queue, [task]):
+            if known or not ssn.preemptive(queue, [task]):
                 notes.append((job.uid, task))
                 continue
+            every = False
             if not ssn.pre_predicate(task):
                 return False
+        if kind is not None and every:
+            refused.add(kind)
     for uid, task in notes:
         ssn.note(uid, kind="cannot-reclaim", queue=queue.name, task=task.key)
     return True

@@ -104,6 +104,14 @@ class JobFacts:
         self.kind: Any = None
         self.kind_generation = -1
 
+    def described_kind(self) -> Any:
+        """The job's kind of look-alike waiting job when a cycle described it, else None. Jobs of
+        one kind have the same queue, priority and tasks but for their names: every task pending
+        and nominated nowhere, with the same priorities, preemption policy and requests. Kinds
+        are told apart by identity, so a kind from an older table is still only its own
+        look-alikes'."""
+        return self.kind if self.kind_generation >= 0 else None
+
     def pending(self, ssn: "Session", job: JobInfo) -> list[TaskInfo]:
         """The job's pending tasks in task order (as a heap of them pops them)."""
         if self._pending is None:
