@@ -1,7 +1,8 @@
 """gang's conditions at session close: every ready job gets a ``Scheduled`` condition of this
 session, every job that is not ready an ``Unschedulable`` one saying why. The ready jobs' condition
 reads the same for all of them, so they share one object (a server closes a session over every
-running job each busy tick); a condition is never changed in place, so sharing it is safe."""
+running job each busy tick), and so do the waiting jobs whose ``Unschedulable`` message reads the
+same (a backlog's look-alikes); a condition is never changed in place, so sharing it is safe."""
 
 from __future__ import annotations
 
@@ -51,3 +52,22 @@ def test_each_session_makes_its_own_condition_and_leaves_the_last_ones_alone():
     before, after = _only(first.jobs["default/a"].conditions), _only(second.jobs["default/a"].conditions)
     assert after is not before
     assert (before["transitionID"], after["transitionID"]) == ("cycle-1", "cycle-2")
+
+
+def test_waiting_jobs_with_one_message_share_one_unschedulable_condition():
+    objects = [queue("work").weight(1).build(), node("n1", cpu=8, memory="16Gi", pods=20)]
+    for name, members, tasks in (("big-1", 2, 2), ("big-2", 2, 2), ("wide", 1, 3)):
+        objects.append(podgroup(name).queue("work").min_member(members).phase("Inqueue").build())
+        objects += [pod(f"{name}-{i}").group(name).requests(cpu=64, memory="1Gi").build() for i in range(tasks)]
+    result = run_cycle(ClusterState.from_objects(objects), CONF, 0.0, uid="cycle-3")
+    big_1, big_2, wide = (_only(result.jobs[f"default/{name}"].conditions) for name in ("big-1", "big-2", "wide"))
+    assert big_1 == {
+        "type": "Unschedulable",
+        "status": "True",
+        "transitionID": "cycle-3",
+        "reason": "NotEnoughResources",
+        "message": "2/2 tasks in gang unschedulable: pod group is not ready, 2 Pending, 2 minAvailable",
+    }
+    assert big_2 is big_1  # one object for the message
+    assert wide["message"] == "1/3 tasks in gang unschedulable: pod group is not ready, 1 minAvailable, 3 Pending"
+    assert (wide["type"], wide["transitionID"]) == ("Unschedulable", "cycle-3")

@@ -54,8 +54,10 @@ class GangPlugin(Plugin):
 
     def on_session_close(self, ssn: Session) -> None:
         # every ready job's Scheduled condition reads the same: one object for all of them (no
-        # one changes a condition in place; a new one replaces it)
+        # one changes a condition in place; a new one replaces it); so does each Unschedulable
+        # message (a backlog's look-alikes read alike)
         scheduled = _condition(ssn, SCHEDULED, "tasks in gang are ready to be scheduled", "")
+        unschedulable: dict[str, dict[str, str]] = {}
         for job in ssn.jobs.values():
             if not job.tasks:
                 continue
@@ -68,7 +70,11 @@ class GangPlugin(Plugin):
             if head is None:
                 head = kept["gang-unschedulable"] = "" if skip_unschedulable_for_releasing(job) else _unschedulable_head(job)
             if head:
-                job.set_condition(_condition(ssn, UNSCHEDULABLE, "NotEnoughResources", head + _fit_error_tail(job)))
+                message = head + _fit_error_tail(job)
+                condition = unschedulable.get(message)
+                if condition is None:
+                    condition = unschedulable[message] = _condition(ssn, UNSCHEDULABLE, "NotEnoughResources", message)
+                job.set_condition(condition)
 
 
 def _valid(job: JobInfo) -> tuple[bool, str]:
