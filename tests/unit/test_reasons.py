@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from lahar.model import Node, Pod, PodGroup, Queue
 from lahar.scheduler.cache import ClusterState
 from lahar.scheduler.cycle import run_cycle
@@ -151,3 +153,21 @@ def test_the_deserved_reason_stays_the_same_while_the_queue_s_usage_moves():
 
     assert reason(6) == reason(7)
     assert reason(6)["message"] == "queue a has used its deserved share; the job's cpu=2 must wait until the queue's usage falls or its share grows"
+
+
+def test_a_reason_that_reads_as_the_last_one_is_the_last_object():
+    """The close hands a waiting job's last reason back when it reads the same (its status then
+    compares at once), and makes a new one when anything in it differs."""
+    conf = load_config(default_config_text())
+    state = ClusterState.from_objects(_cluster(2))
+    first = run_cycle(state, conf, 0.0, uid="c0")
+    last = first.jobs["ns/j"].reason
+    assert last is not None and last["job"] == "ns/j"
+    again = run_cycle(state, conf, 1.0, uid="c1", previous=first.jobs)
+    assert again.jobs["ns/j"].reason is last
+    fresh = run_cycle(state, conf, 2.0, uid="c2")  # without the last outcomes: a new object
+    assert fresh.jobs["ns/j"].reason == last and fresh.jobs["ns/j"].reason is not last
+    for changed in ({**last, "message": "something else"}, {**last, "extra": 1}, {**last, "job": "ns/other"}):
+        previous = {**first.jobs, "ns/j": replace(first.jobs["ns/j"], reason=changed)}
+        found = run_cycle(state, conf, 3.0, uid="c3", previous=previous).jobs["ns/j"].reason
+        assert found == last and found is not changed

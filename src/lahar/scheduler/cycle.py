@@ -154,7 +154,7 @@ def _close(ssn: Session, previous: dict[str, JobOutcome] | None, hidden: Hidden 
         first = hidden.first_of.get(job.uid) if hidden is not None else None
         before = previous.get(job.uid) if previous is not None else None
         if first is None:
-            outcome = outcomes[job.uid] = _outcome(ssn, job)
+            outcome = outcomes[job.uid] = _outcome(ssn, job, before.reason if before is not None else None)
         else:
             found = _hidden_outcome(ssn, job, ssn.jobs[first], outcomes[first], before, reasons)
             if found is None:
@@ -168,8 +168,9 @@ def _close(ssn: Session, previous: dict[str, JobOutcome] | None, hidden: Hidden 
     return result
 
 
-def _outcome(ssn: Session, job: JobInfo) -> JobOutcome:
-    """The job's podgroup phase (set on the job too), conditions, reason and pod counts."""
+def _outcome(ssn: Session, job: JobInfo, last_reason: dict[str, Any] | None = None) -> JobOutcome:
+    """The job's podgroup phase (set on the job too), conditions, reason and pod counts;
+    ``last_reason``, the job's reason in its last outcome, kept when it reads the same."""
     kept = ssn.job_facts(job).kept
     found = kept.get("scheduled")
     if found is None:
@@ -180,7 +181,7 @@ def _outcome(ssn: Session, job: JobInfo) -> JobOutcome:
         phase=job.phase,
         queue=job.queue,
         conditions=job.conditions,
-        reason=explain(ssn, job),
+        reason=explain(ssn, job, last_reason),
         running=counts[2],
         succeeded=counts[3],
         failed=counts[4],

@@ -30,7 +30,7 @@ from __future__ import annotations
 from typing import Any, Hashable
 
 from lahar.resources import Dim, Resource
-from lahar.scheduler.api import JobInfo, TaskStatus
+from lahar.scheduler.api import JobInfo, QueueInfo, TaskStatus
 from lahar.scheduler.framework.session import Session
 
 __all__ = ["explain", "quantities_text"]
@@ -46,8 +46,32 @@ def quantities_text(res: Resource | None, only: list[str] | None = None) -> str:
     return ", ".join(f"{k}={v}" for k, v in shown.items()) or "nothing"
 
 
-def explain(ssn: Session, job: JobInfo) -> dict[str, Any] | None:
-    """The reason ``job`` waits, or None when it has nothing waiting."""
+def explain(ssn: Session, job: JobInfo, last: dict[str, Any] | None = None) -> dict[str, Any] | None:
+    """The reason ``job`` waits, or None when it has nothing waiting. ``last``: the job's reason
+    the last time, given back itself when the reason reads the same (a waiting job's reason
+    mostly does from one cycle to the next: no new object, and its status compares at once)."""
+    reason = _why(ssn, job)
+    if reason is None:
+        return None
+    if last is not None and _reads_as(last, job, reason):
+        return last
+    found = {"queue": job.queue, "job": job.uid}
+    found.update(reason)
+    return found
+
+
+def _reads_as(last: dict[str, Any], job: JobInfo, reason: dict[str, Any]) -> bool:
+    """Whether ``last`` is the job's reason made of ``reason``."""
+    if len(last) != len(reason) + 2 or last.get("job") != job.uid or last.get("queue") != job.queue:
+        return False
+    for key, value in reason.items():
+        if key not in last or last[key] != value:
+            return False
+    return True
+
+
+def _why(ssn: Session, job: JobInfo) -> dict[str, Any] | None:
+    """What ``explain`` says of the job, less its queue and uid (only read: it may be shared)."""
     index = job.status_index
     if not index.get(TaskStatus.PENDING):
         if job.phase in ("Running", "Completed"):
@@ -66,12 +90,10 @@ def explain(ssn: Session, job: JobInfo) -> dict[str, Any] | None:
         reason = _placement_reason(ssn, job, queue, notes)
     if reason is None:
         reason = {"kind": "gang-unsatisfied", "message": _gang_message(job)}
-    found = {"queue": job.queue, "job": job.uid}
-    found.update(reason)
-    return found
+    return reason
 
 
-def _queue_reason(ssn: Session, job: JobInfo, queue, notes: dict) -> dict | None:
+def _queue_reason(ssn: Session, job: JobInfo, queue: QueueInfo | None, notes: dict) -> dict | None:
     if queue is None:
         return {"kind": "queue-missing", "message": f"queue {job.queue} does not exist"}
     if queue.state == "Suspended":
@@ -167,18 +189,20 @@ def _releasing(ssn: Session, node_name: str) -> bool:
 
 
 def _deserved_reason(ssn: Session, job: JobInfo) -> dict:
+    """The reason, only read (``explain`` copies it into the job's own)."""
     kept = ssn.job_facts(job).kept  # the pending request reads the tasks alone
-    asked = kept.get("pending-request")
+    asked: tuple[Resource, Hashable] | None = kept.get("pending-request")
     if asked is None:
         asked = kept["pending-request"] = _pending_request(job)
-    request, request_key = asked
     # the same for every waiting job of the queue that asks alike: written once per session
-    written = ssn.memo.setdefault("deserved-reasons", {})
-    key = (job.queue, request_key)
-    message = written.get(key)
-    if message is None:
-        message = written[key] = _deserved_message(ssn, job.queue, request)
-    return {"kind": "deserved", "message": message}
+    written: dict[tuple[str, Hashable], dict[str, str]] | None = ssn.memo.get("deserved-reasons")
+    if written is None:
+        written = ssn.memo["deserved-reasons"] = {}
+    key = (job.queue, asked[1])
+    reason = written.get(key)
+    if reason is None:
+        reason = written[key] = {"kind": "deserved", "message": _deserved_message(ssn, job.queue, asked[0])}
+    return reason
 
 
 def _pending_request(job: JobInfo) -> tuple[Resource, Hashable]:
