@@ -91,8 +91,7 @@ def _refused_throughout(ssn: Session, queue: QueueInfo, entries: list[tuple[JobI
         if kind is not None:
             refused.add(kind)
     for job, tasks in entries:
-        for task in pop_order(ssn.task_order_fn, tasks):
-            ssn.note(job.uid, kind="queue-allocatable", queue=queue.name, task=task.key)
+        ssn.note_tasks(job.uid, "queue-allocatable", queue.name, pop_order(ssn.task_order_fn, tasks))
     return True
 
 

@@ -94,7 +94,7 @@ def _refused_throughout(ssn: Session, queue: QueueInfo, jobs: list[JobInfo]) -> 
     A look-alike waiting job (``JobFacts.described_kind``) whose kind was found refused for
     every task in this pass is noted without asking: the same queue and tasks get the same
     answers, and nothing changes during the pass."""
-    notes: list[tuple[str, TaskInfo]] = []
+    notes: list[tuple[str, list[TaskInfo]]] = []  # each job's tasks to note
     refused: set[object] = set()  # kinds whose every task the queue may not reclaim for
     for job in jobs:
         facts = ssn.job_facts(job)
@@ -103,19 +103,22 @@ def _refused_throughout(ssn: Session, queue: QueueInfo, jobs: list[JobInfo]) -> 
         kind = facts.described_kind()
         known = kind is not None and kind in refused
         every = True
+        noted: list[TaskInfo] = []
         for task in facts.pending(ssn, job):
             if task.preemption_policy == "Never":
                 continue
             if known or not ssn.preemptive(queue, [task]):
-                notes.append((job.uid, task))
+                noted.append(task)
                 continue
             every = False
             if not ssn.pre_predicate(task):
                 return False
         if kind is not None and every:
             refused.add(kind)
-    for uid, task in notes:
-        ssn.note(uid, kind="cannot-reclaim", queue=queue.name, task=task.key)
+        if noted:
+            notes.append((job.uid, noted))
+    for uid, tasks in notes:
+        ssn.note_tasks(uid, "cannot-reclaim", queue.name, tasks)
     return True
 
 

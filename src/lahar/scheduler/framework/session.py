@@ -235,6 +235,12 @@ class Session:
         """Record a reason why ``key`` (a job uid or ``queue/<name>``) did not progress."""
         self.notes.setdefault(key, []).append(entry)
 
+    def note_tasks(self, key: str, kind: str, queue: str, tasks: Iterable[TaskInfo]) -> None:
+        """``note(key, kind=kind, queue=queue, task=...)`` for each of ``tasks``, in that order."""
+        written = self.notes.setdefault(key, [])
+        for task in tasks:
+            written.append({"kind": kind, "queue": queue, "task": task.key})
+
     # ----------------------------------------------------------------- ordering
 
     def _first_nonzero(self, kind: str, *args: Any) -> int:
