@@ -95,7 +95,7 @@ def completed_status(status: TaskStatus) -> bool:
 _TASK_FIELDS = (
     "uid", "name", "namespace", "job", "role", "pod", "resreq", "init_resreq", "node_name",
     "status", "priority", "preemptable", "best_effort", "preemption_policy", "creation",
-    "nominated_node", "eviction_occurred", "index", "critical", "duration", "_request_id",
+    "nominated_node", "eviction_occurred", "index", "critical", "duration", "_request_id", "_key",
 )  # fmt: skip
 
 
@@ -144,10 +144,16 @@ class TaskInfo:
         self.critical = critical
         self.duration = duration
         self._request_id = -1  # resources.request_id of the request, once asked (request_id())
+        self._key = ""  # namespace/name, once asked (key)
 
     @property
     def key(self) -> str:
-        return f"{self.namespace}/{self.name}"
+        """``namespace/name``, made once (a task's name never changes; notes ask it for every
+        waiting task of a backlog, every cycle)."""
+        found = self._key
+        if not found:
+            found = self._key = f"{self.namespace}/{self.name}"
+        return found
 
     def clone(self) -> "TaskInfo":
         """A shallow copy (requests and the pod are shared: a session never changes them)."""
@@ -159,7 +165,7 @@ class TaskInfo:
         twin.node_name, twin.status, twin.priority, twin.preemptable = self.node_name, self.status, self.priority, self.preemptable
         twin.best_effort, twin.preemption_policy, twin.creation = self.best_effort, self.preemption_policy, self.creation
         twin.nominated_node, twin.eviction_occurred, twin.index = self.nominated_node, self.eviction_occurred, self.index
-        twin.critical, twin.duration, twin._request_id = self.critical, self.duration, self._request_id
+        twin.critical, twin.duration, twin._request_id, twin._key = self.critical, self.duration, self._request_id, self._key
         return twin
 
     def __getstate__(self) -> dict[str, Any]:
@@ -171,7 +177,7 @@ class TaskInfo:
         """Also a task pickled by an older version (slots as ``(None, fields)``, fewer fields)."""
         if isinstance(state, tuple):
             state = state[1]
-        self._request_id = -1
+        self._request_id, self._key = -1, ""
         for name, value in state.items():
             setattr(self, name, value)
 
