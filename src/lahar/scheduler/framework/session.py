@@ -238,8 +238,11 @@ class Session:
     def note_tasks(self, key: str, kind: str, queue: str, tasks: Iterable[TaskInfo]) -> None:
         """``note(key, kind=kind, queue=queue, task=...)`` for each of ``tasks``, in that order."""
         written = self.notes.setdefault(key, [])
+        template = {"kind": kind, "queue": queue, "task": ""}  # copied: a small dict copies faster than it is built
         for task in tasks:
-            written.append({"kind": kind, "queue": queue, "task": task.key})
+            note = template.copy()
+            note["task"] = task.key
+            written.append(note)
 
     # ----------------------------------------------------------------- ordering
 
