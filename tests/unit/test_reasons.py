@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from lahar.model import Node, Pod, PodGroup, Queue
+from lahar.scheduler import reasons
 from lahar.scheduler.cache import ClusterState
 from lahar.scheduler.cycle import run_cycle
 from lahar.scheduler.framework.config import default_config_text, load_config
@@ -171,3 +172,20 @@ def test_a_reason_that_reads_as_the_last_one_is_the_last_object():
         previous = {**first.jobs, "ns/j": replace(first.jobs["ns/j"], reason=changed)}
         found = run_cycle(state, conf, 3.0, uid="c3", previous=previous).jobs["ns/j"].reason
         assert found == last and found is not changed
+
+
+def test_a_deserved_message_is_one_part_from_session_to_session(monkeypatch):
+    """The deserved reason's kind and message are one object per message across sessions (a
+    waiting job's new reason then compares with its last one by identity), and the table is
+    emptied when full."""
+    parts = reasons._DeservedParts()
+    message = "queue q has used its deserved share; the job's cpu=1 must wait"
+    again = "".join(message)  # equal, another object
+    assert again is not message or len(message) < 2
+    first = parts.part(message)
+    assert first == {"kind": "deserved", "message": message}
+    assert parts.part(again) is first
+    monkeypatch.setattr(reasons, "DESERVED_PARTS_KEPT", 2)
+    parts.part("other")
+    parts.part("a third")  # full: emptied before it is kept
+    assert len(parts.parts) == 1 and parts.part(message) is not first and parts.part(message) == first

@@ -62,12 +62,16 @@ def explain(ssn: Session, job: JobInfo, last: dict[str, Any] | None = None) -> d
 
 def _reads_as(last: dict[str, Any], job: JobInfo, reason: dict[str, Any]) -> bool:
     """Whether ``last`` is the job's reason made of ``reason``."""
-    if len(last) != len(reason) + 2 or last.get("job") != job.uid or last.get("queue") != job.queue:
+    if len(last) != len(reason) + 2:
         return False
     for key, value in reason.items():
-        if key not in last or last[key] != value:
+        found = last.get(key, _ABSENT)
+        if found is not value and found != value:  # the same object, mostly (``_DESERVED``)
             return False
-    return True
+    return last.get("job") == job.uid and last.get("queue") == job.queue
+
+
+_ABSENT = object()
 
 
 def _why(ssn: Session, job: JobInfo) -> dict[str, Any] | None:
@@ -201,8 +205,29 @@ def _deserved_reason(ssn: Session, job: JobInfo) -> dict:
     key = (job.queue, asked[1])
     reason = written.get(key)
     if reason is None:
-        reason = written[key] = {"kind": "deserved", "message": _deserved_message(ssn, job.queue, asked[0])}
+        reason = written[key] = _DESERVED.part(_deserved_message(ssn, job.queue, asked[0]))
     return reason
+
+
+class _DeservedParts:
+    """One reason part per deserved message, kept from one session to the next: a waiting job's
+    last reason then holds the very objects its new one is made of, and compares at once
+    (``_reads_as``). Emptied when full."""
+
+    def __init__(self) -> None:
+        self.parts: dict[str, dict[str, str]] = {}
+
+    def part(self, message: str) -> dict[str, str]:
+        found = self.parts.get(message)
+        if found is None:
+            if len(self.parts) >= DESERVED_PARTS_KEPT:
+                self.parts = {}
+            found = self.parts[message] = {"kind": "deserved", "message": message}
+        return found
+
+
+DESERVED_PARTS_KEPT = 10_000
+_DESERVED = _DeservedParts()
 
 
 def _pending_request(job: JobInfo) -> tuple[Resource, Hashable]:
