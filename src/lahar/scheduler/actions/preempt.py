@@ -82,9 +82,9 @@ def _heaps(ssn: Session, starving: list[JobInfo]) -> tuple[PriorityQueue[JobInfo
 def _inside_job(ssn: Session, job: JobInfo, gave_up: dict[object, bool] | None = None) -> None:
     """Phase B for ``job``. ``gave_up`` (when the queue's answers read requests alone): the kinds
     of look-alike job found to give up since anything last changed (see ``_gives_up_inside``)."""
-    waiting = job.tasks_in(TaskStatus.PENDING)
-    if _gives_up_inside(ssn, job, waiting, gave_up):
+    if _gives_up_inside(ssn, job, gave_up):
         return
+    waiting = job.tasks_in(TaskStatus.PENDING)
     if gave_up is not None:
         gave_up.clear()  # this job may change the session: what was found no longer stands
     pending = PriorityQueue(ssn.task_order_fn, waiting)
@@ -101,7 +101,7 @@ def _inside_job(ssn: Session, job: JobInfo, gave_up: dict[object, bool] | None =
         stmt.commit()
 
 
-def _gives_up_inside(ssn: Session, job: JobInfo, waiting: list[TaskInfo], gave_up: dict[object, bool] | None = None) -> bool:
+def _gives_up_inside(ssn: Session, job: JobInfo, gave_up: dict[object, bool] | None = None) -> bool:
     """Phase B for ``job`` would give up on its first task, changing nothing: none of the job's
     own tasks runs preemptable (no victim anywhere, as of the action's victims' table, which
     only shrinks), so ``preempt`` could only pipeline a task where it fits as it is, and the
@@ -118,7 +118,7 @@ def _gives_up_inside(ssn: Session, job: JobInfo, waiting: list[TaskInfo], gave_u
         if known is not None:
             return known
     queue = ssn.queues[job.queue]
-    answer = not any(ssn.allocatable(queue, task) for task in waiting)
+    answer = not any(ssn.allocatable(queue, task) for task in job.tasks_in(TaskStatus.PENDING))
     if gave_up is not None and kind is not None:
         gave_up[kind] = answer
     return answer
@@ -320,7 +320,8 @@ def _held(ssn: Session, preemptor: TaskInfo, owner: str, phase: str, key: tuple 
 
 def _held_tasks(ssn: Session, phase: str) -> dict[str, list[tuple[int, TaskInfo]]]:
     """The running, preemptable tasks by queue (phase A) or job (phase B), with their node's row."""
-    found = ssn.memo.get("held-tasks-" + phase)
+    key = _HELD_A if phase == "A" else _HELD_B  # a constant's hash is kept: phase B asks once per starving job
+    found = ssn.memo.get(key)
     if found is None:
         found = {}
         for row, node in enumerate(ssn.node_index.nodes):
@@ -330,8 +331,11 @@ def _held_tasks(ssn: Session, phase: str) -> dict[str, list[tuple[int, TaskInfo]
                 owner_job = ssn.jobs.get(task.job)
                 if owner_job is not None:
                     found.setdefault(owner_job.queue if phase == "A" else owner_job.uid, []).append((row, task))
-        ssn.memo["held-tasks-" + phase] = found
+        ssn.memo[key] = found
     return found
+
+
+_HELD_A, _HELD_B = "held-tasks-A", "held-tasks-B"
 
 
 def _fits(ssn: Session, queue: QueueInfo, task: TaskInfo, node: NodeInfo) -> bool:
