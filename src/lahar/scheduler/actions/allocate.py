@@ -90,8 +90,10 @@ def _refused_throughout(ssn: Session, queue: QueueInfo, entries: list[tuple[JobI
                 return False
         if kind is not None:
             refused.add(kind)
+    template = {"kind": "queue-allocatable", "queue": queue.name, "task": ""}
+    order = ssn.task_order_fn
     for job, tasks in entries:
-        ssn.note_tasks(job.uid, "queue-allocatable", queue.name, pop_order(ssn.task_order_fn, tasks))
+        ssn.note_tasks(job.uid, template, tasks if len(tasks) < 2 else pop_order(order, tasks))
     return True
 
 

@@ -117,8 +117,9 @@ def _refused_throughout(ssn: Session, queue: QueueInfo, jobs: list[JobInfo]) -> 
             refused.add(kind)
         if noted:
             notes.append((job.uid, noted))
+    template = {"kind": "cannot-reclaim", "queue": queue.name, "task": ""}
     for uid, tasks in notes:
-        ssn.note_tasks(uid, "cannot-reclaim", queue.name, tasks)
+        ssn.note_tasks(uid, template, tasks)
     return True
 
 

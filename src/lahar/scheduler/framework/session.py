@@ -235,10 +235,13 @@ class Session:
         """Record a reason why ``key`` (a job uid or ``queue/<name>``) did not progress."""
         self.notes.setdefault(key, []).append(entry)
 
-    def note_tasks(self, key: str, kind: str, queue: str, tasks: Iterable[TaskInfo]) -> None:
-        """``note(key, kind=kind, queue=queue, task=...)`` for each of ``tasks``, in that order."""
-        written = self.notes.setdefault(key, [])
-        template = {"kind": kind, "queue": queue, "task": ""}  # copied: a small dict copies faster than it is built
+    def note_tasks(self, key: str, template: dict[str, Any], tasks: list[TaskInfo]) -> None:
+        """One note per task, in that order: a copy of ``template`` (``{"kind": ..., "queue":
+        ..., "task": ""}``, made once per pass over a queue: a small dict copies faster than it
+        is built) with the task's key, as ``note(key, kind=..., queue=..., task=...)`` writes it."""
+        written = self.notes.get(key)
+        if written is None:
+            written = self.notes[key] = []
         for task in tasks:
             note = template.copy()
             note["task"] = task.key
