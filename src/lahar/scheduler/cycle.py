@@ -24,7 +24,7 @@ from lahar.scheduler.framework.session import Decision, Session
 from lahar.scheduler.lookalikes import Hidden, HiddenReasons, group, hide, settled
 from lahar.scheduler.plugins import PLUGINS
 from lahar.scheduler.plugins.queueattr import allocations_by_parts
-from lahar.scheduler.reasons import explain
+from lahar.scheduler.reasons import explain_made_of
 
 __all__ = ["run_cycle", "open_session", "close_session", "valid_until", "CycleResult", "JobOutcome"]
 
@@ -47,6 +47,9 @@ class JobOutcome:
     # a hidden look-alike's: the first job's reason its own was made from (the same but for the
     # job); the next cycle keeps its reason object while the first job's reads the same
     shared_reason: dict[str, Any] | None = field(default=None, compare=False, repr=False)
+    # a job the actions looked at: what its reason was made of (``reasons.explain_made_of``); the
+    # next cycle keeps its reason object when its reason is made of the very same part
+    reason_part: dict[str, Any] | None = field(default=None, init=False, compare=False, repr=False)
 
     def __init__(
         self,
@@ -64,6 +67,7 @@ class JobOutcome:
         self.reason = reason
         self.running, self.succeeded, self.failed = running, succeeded, failed
         self.shared_reason = shared_reason
+        self.reason_part = None
 
     def same_status(self, other: "JobOutcome") -> bool:
         """Whether ``other`` says the same of the job to whoever writes statuses: phase, queue,
@@ -154,7 +158,7 @@ def _close(ssn: Session, previous: dict[str, JobOutcome] | None, hidden: Hidden 
         first = hidden.first_of.get(job.uid) if hidden is not None else None
         before = previous.get(job.uid) if previous is not None else None
         if first is None:
-            outcome = outcomes[job.uid] = _outcome(ssn, job, before.reason if before is not None else None)
+            outcome = outcomes[job.uid] = _outcome(ssn, job, before)
         else:
             found = _hidden_outcome(ssn, job, ssn.jobs[first], outcomes[first], before, reasons)
             if found is None:
@@ -168,24 +172,28 @@ def _close(ssn: Session, previous: dict[str, JobOutcome] | None, hidden: Hidden 
     return result
 
 
-def _outcome(ssn: Session, job: JobInfo, last_reason: dict[str, Any] | None = None) -> JobOutcome:
+def _outcome(ssn: Session, job: JobInfo, before: JobOutcome | None = None) -> JobOutcome:
     """The job's podgroup phase (set on the job too), conditions, reason and pod counts;
-    ``last_reason``, the job's reason in its last outcome, kept when it reads the same."""
+    ``before``, the job's last outcome, whose reason is kept when it reads the same."""
     kept = ssn.job_facts(job).kept
     found = kept.get("scheduled")
     if found is None:
         found = kept["scheduled"] = scheduled_counts(job)
     counts: tuple[int, int, int, int, int] = found  # typed: read without boxing (compiled)
     job.phase = podgroup_phase(job, _unschedulable_now(ssn, job), counts)
-    return JobOutcome(
+    last, last_part = (before.reason, before.reason_part) if before is not None else (None, None)
+    reason, part = explain_made_of(ssn, job, last, last_part)
+    outcome = JobOutcome(
         phase=job.phase,
         queue=job.queue,
         conditions=job.conditions,
-        reason=explain(ssn, job, last_reason),
+        reason=reason,
         running=counts[2],
         succeeded=counts[3],
         failed=counts[4],
     )
+    outcome.reason_part = part
+    return outcome
 
 
 def _hidden_outcome(

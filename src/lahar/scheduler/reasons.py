@@ -33,7 +33,7 @@ from lahar.resources import Dim, Resource
 from lahar.scheduler.api import JobInfo, QueueInfo, TaskStatus
 from lahar.scheduler.framework.session import Session
 
-__all__ = ["explain", "quantities_text"]
+__all__ = ["explain", "explain_made_of", "quantities_text"]
 
 
 def quantities_text(res: Resource | None, only: list[str] | None = None) -> str:
@@ -50,14 +50,23 @@ def explain(ssn: Session, job: JobInfo, last: dict[str, Any] | None = None) -> d
     """The reason ``job`` waits, or None when it has nothing waiting. ``last``: the job's reason
     the last time, given back itself when the reason reads the same (a waiting job's reason
     mostly does from one cycle to the next: no new object, and its status compares at once)."""
-    reason = _why(ssn, job)
-    if reason is None:
-        return None
-    if last is not None and _reads_as(last, job, reason):
-        return last
+    return explain_made_of(ssn, job, last, None)[0]
+
+
+def explain_made_of(
+    ssn: Session, job: JobInfo, last: dict[str, Any] | None, last_part: dict[str, Any] | None
+) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
+    """``explain``, and the part the reason is made of (all but its queue and job; only read).
+    ``last_part``: the part ``last`` was made of; the same object again (a deserved reason's
+    part is one object per message, ``_DESERVED``) tells at once that ``last`` reads the same."""
+    part = _why(ssn, job)
+    if part is None:
+        return None, None
+    if last is not None and ((part is last_part and last.get("queue") == job.queue) or _reads_as(last, job, part)):
+        return last, part
     found = {"queue": job.queue, "job": job.uid}
-    found.update(reason)
-    return found
+    found.update(part)
+    return found, part
 
 
 def _reads_as(last: dict[str, Any], job: JobInfo, reason: dict[str, Any]) -> bool:
