@@ -83,9 +83,10 @@ class Hidden:
     """The jobs set aside for one cycle: every job in session order and each hidden job's first
     job (which comes before it in that order)."""
 
-    def __init__(self, every: dict[str, JobInfo], first_of: dict[str, str]) -> None:
+    def __init__(self, every: dict[str, JobInfo], first_of: dict[str, str], firsts: set[str]) -> None:
         self.every = every
         self.first_of = first_of
+        self.firsts = firsts  # the first jobs with a look-alike hidden behind them: first_of's values, each once
         self.changes: dict[str, int] = {}  # each job left in the session: its tasks' change count when the actions began
 
 
@@ -124,7 +125,7 @@ def group(ssn: Session) -> Hidden | None:
         return None
     ssn.hidden_counts = {found.first: found.count for found in groups.values() if found.count}
     ssn.jobs = shown
-    return Hidden(every, first_of)
+    return Hidden(every, first_of, set(ssn.hidden_counts))
 
 
 def hide(ssn: Session, grouped: Hidden | None = None) -> Hidden | None:
@@ -134,7 +135,8 @@ def hide(ssn: Session, grouped: Hidden | None = None) -> Hidden | None:
         return None
     first: dict[Kind, str] = {}
     first_of: dict[str, str] = dict(grouped.first_of) if grouped is not None else {}
-    anchors = set(first_of.values())  # stay shown: their look-alikes' outcomes come from theirs
+    anchors = grouped.firsts if grouped is not None else set()  # stay shown: their look-alikes' outcomes come from theirs
+    firsts = set(anchors)
     shown: dict[str, JobInfo] = {}
     changes: dict[str, int] = {}
     for uid, job in ssn.jobs.items():
@@ -142,6 +144,7 @@ def hide(ssn: Session, grouped: Hidden | None = None) -> Hidden | None:
         found = first.get(kind) if kind is not None else None
         if found is not None and uid not in anchors:
             first_of[uid] = found
+            firsts.add(found)
             continue
         if kind is not None and found is None:
             first[kind] = uid
@@ -149,7 +152,7 @@ def hide(ssn: Session, grouped: Hidden | None = None) -> Hidden | None:
         changes[uid] = job.changes
     if not first_of:
         return None
-    hidden = Hidden(grouped.every if grouped is not None else ssn.jobs, first_of)
+    hidden = Hidden(grouped.every if grouped is not None else ssn.jobs, first_of, firsts)
     hidden.changes = changes
     ssn.jobs = shown
     return hidden
@@ -231,7 +234,7 @@ def settled(ssn: Session, hidden: Hidden) -> bool:
     for uid, job in ssn.jobs.items():
         if job.changes != hidden.changes.get(uid):
             return False
-    for uid in set(hidden.first_of.values()):
+    for uid in hidden.firsts:
         job = ssn.jobs[uid]
         if job.fit_errors or job.job_fit_errors or job.phase != "Inqueue":
             return False
