@@ -54,3 +54,20 @@ def test_a_part_that_is_not_the_last_one_is_compared(monkeypatch):
     monkeypatch.setattr(reasons, "_reads_as", lambda last, job, part: compared.append(job.uid) or real(last, job, part))
     again = run_cycle(state, conf, 1.0, uid="c1", previous=first.jobs)
     assert "ns/big0" in compared and again.jobs["ns/big0"].reason is first.jobs["ns/big0"].reason
+
+
+def test_a_hidden_look_alike_s_reason_is_made_of_its_first_job_s_part(monkeypatch):
+    """A look-alike hidden in one cycle gets its first job's reason but for the job, made of
+    the same part; a later cycle that looks at it keeps that reason without comparing."""
+    conf = load_config(default_config_text())
+    state = ClusterState.from_objects(_cluster())
+    hidden = run_cycle(state, conf, 0.0, uid="c0", lookalikes=True)
+    assert hidden.lookalikes_hidden > 0 and not hidden.lookalikes_ran_again
+    outcome = hidden.jobs["ns/big3"]
+    assert outcome.shared_reason is not None and outcome.reason_part is hidden.jobs["ns/big0"].reason_part
+    compared: list[str] = []
+    real = reasons._reads_as
+    monkeypatch.setattr(reasons, "_reads_as", lambda last, job, part: compared.append(job.uid) or real(last, job, part))
+    full = run_cycle(state, conf, 1.0, uid="c1", previous=hidden.jobs)
+    assert full.jobs["ns/big3"].reason is outcome.reason and "ns/big3" not in compared
+    assert {uid: o.reason for uid, o in full.jobs.items()} == {uid: o.reason for uid, o in run_cycle(state, conf, 2.0, uid="c2").jobs.items()}

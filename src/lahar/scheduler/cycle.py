@@ -215,7 +215,9 @@ def _hidden_outcome(
         if condition.get("transitionID") == ssn.uid:
             job.set_condition(condition)
     job.phase = first.phase
-    return JobOutcome(first.phase, job.queue, job.conditions, reason, 0, 0, 0, first.reason)
+    outcome = JobOutcome(first.phase, job.queue, job.conditions, reason, 0, 0, 0, first.reason)
+    outcome.reason_part = first.reason_part  # its reason reads as its first job's but for the job: made of the same part
+    return outcome
 
 
 def run_cycle(
