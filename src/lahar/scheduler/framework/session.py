@@ -661,5 +661,9 @@ def compare_task(left: TaskInfo, right: TaskInfo) -> bool:
 
 
 def _tuple_key(parts: list[Callable[[JobInfo], Any]]) -> Callable[[JobInfo], tuple]:
-    """The plugins' keys, then creation and uid, as one tuple."""
+    """The plugins' keys, then creation and uid, as one tuple (asked for every waiting job of a
+    backlog when its queue first comes up: the usual three plugins' keys without a list)."""
+    if len(parts) == 3:
+        first, second, third = parts
+        return lambda job: (first(job), second(job), third(job), job.creation, job.uid)
     return lambda job: (*[part(job) for part in parts], job.creation, job.uid)
