@@ -156,6 +156,9 @@ def test_a_cycle_with_lookalikes_hidden_decides_as_one_looking_at_every_job(held
     assert [(d.type, d.task, d.node) for d in short.decisions] == [(d.type, d.task, d.node) for d in long.decisions]
     assert len(long.of_type("bind")) == min(8 - held, 3)
     assert {uid: (o.phase, o.reason, repr(o.conditions)) for uid, o in short.jobs.items()} == {uid: (o.phase, o.reason, repr(o.conditions)) for uid, o in long.jobs.items()}
+    # the queues' totals, summed over the jobs the actions saw when some were hidden (they hold nothing)
+    assert {name: list(res.dims()) for name, res in short.queue_allocated.items()} == {name: list(res.dims()) for name, res in long.queue_allocated.items()}
+    assert any(not res.is_empty() for res in short.queue_allocated.values())  # the running job's GPUs
 
 
 def test_a_job_that_differs_in_its_pod_spec_is_not_hidden():

@@ -149,6 +149,7 @@ def _close(ssn: Session, previous: dict[str, JobOutcome] | None, hidden: Hidden 
     for plugin in ssn.plugins.values():
         plugin.on_session_close(ssn)  # with look-alikes hidden, on the jobs the actions saw
     _record_uncommitted_pipelines(ssn)  # a hidden job has every task waiting: nothing pipelined
+    acted = ssn.jobs  # the jobs the actions saw: a hidden job holds nothing (every task waits)
     if hidden is not None:
         ssn.jobs = hidden.every
     outcomes: dict[str, JobOutcome] = {}
@@ -167,7 +168,7 @@ def _close(ssn: Session, previous: dict[str, JobOutcome] | None, hidden: Hidden 
             outcome = outcomes[job.uid] = found
         if before is None or not outcome.same_status(before):
             changed.append(job.uid)
-    result = CycleResult(ssn.decisions, outcomes, queue_allocations(ssn), ssn, valid_until(ssn), changed, previous)
+    result = CycleResult(ssn.decisions, outcomes, queue_allocations(ssn, acted), ssn, valid_until(ssn), changed, previous)
     ssn.release()
     return result
 
@@ -353,18 +354,21 @@ def podgroup_phase(job: JobInfo, unschedulable: bool, counts: tuple[int, int, in
     return job.phase
 
 
-def queue_allocations(ssn: Session) -> dict[str, Resource]:
+def queue_allocations(ssn: Session, jobs: dict[str, JobInfo] | None = None) -> dict[str, Resource]:
     """Each queue's allocated resources, added to every ancestor when a root queue exists.
+    ``jobs``: the session's jobs less some that hold nothing, in session order (the same sums).
 
     A queue's own jobs are summed first (in job order), then each queue's own sum is added to
     its ancestors once, not each job's: an ancestor's figures are the same sums taken in
     another order (the same numbers for whole milli-CPUs, bytes and device counts)."""
+    if jobs is None:
+        jobs = ssn.jobs
     totals: dict[str, Resource] = {name: Resource() for name in ssn.queues}
     # queues with allocated jobs, in order of their first job; jobs alike added once
-    holding = allocations_by_parts(ssn.jobs.values(), totals)
+    holding = allocations_by_parts(jobs.values(), totals)
     if holding is None:
         holding = {}
-        for job in ssn.jobs.values():
+        for job in jobs.values():
             held = job.allocated  # JobInfo keeps it as the sum over its allocated tasks
             if held.holds_anything():
                 totals[job.queue].add_nonzero(held)
