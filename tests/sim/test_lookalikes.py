@@ -245,6 +245,18 @@ def test_jobs_of_a_queue_that_is_not_open_are_not_hidden():
     assert lookalikes.hide(open_session(state, conf)) is None
 
 
+def test_jobs_of_a_queue_that_closed_since_their_kind_was_described_are_not_set_aside():
+    """``group`` asks the queue's state once per kind (of its first job): a kind whose queue is
+    no longer Open keeps every one of its jobs in the session."""
+    conf = load_config(default_config_text())
+    state = _backlog()
+    run_cycle(state, conf, lookalikes=True)  # describes each waiting job's kind, kept with its facts
+    grouped = lookalikes.group(open_session(state, conf))
+    assert grouped is not None and set(grouped.first_of) == {"default/w2", "default/w3"}
+    state.upsert(queue("a").weight(1).status("Closing").build())
+    assert lookalikes.group(open_session(state, conf)) is None
+
+
 def test_vcjobs_alike_but_their_names_are_hidden_behind_the_first():
     """A vcjob's podgroup and pods carry its name in a label and an annotation: not a difference."""
     extra = []

@@ -111,11 +111,12 @@ def group(ssn: Session) -> Hidden | None:
     shown: dict[str, JobInfo] = {}
     every = ssn.jobs
     for uid, job in every.items():
-        kind = _kind(ssn, job, known_only=True)
+        kind = _kind_of_waiting(ssn, job, known_only=True)
         if kind is not None:
             found = groups.get(kind)
             if found is None:
-                groups[kind] = _Group(uid, lookalikes_room(job))
+                # the queue is the kind's: asked of its first job (room for none when not Open)
+                groups[kind] = _Group(uid, lookalikes_room(job) if _queue_open(ssn, job) else 0)
             elif found.count < found.room:
                 found.count += 1
                 first_of[uid] = found.first
@@ -168,11 +169,22 @@ def _kind(ssn: Session, job: JobInfo, known_only: bool = False) -> Kind | None:
     may be hidden: admitted, with every task pending and none nominated to a node, its answers
     kept. ``known_only``: before the plugins open, only a job whose facts and kind an earlier
     session of the same configuration kept, its tasks unchanged since."""
+    if not _queue_open(ssn, job):
+        return None
+    return _kind_of_waiting(ssn, job, known_only)
+
+
+def _queue_open(ssn: Session, job: JobInfo) -> bool:
+    """Whether the job's queue is Open (else its reason names the queue's state, not a share:
+    the close would not hand it on)."""
+    queue = ssn.queues.get(job.queue)
+    return queue is not None and queue.state == "Open"
+
+
+def _kind_of_waiting(ssn: Session, job: JobInfo, known_only: bool) -> Kind | None:
+    """``_kind`` but for the queue's state (``_queue_open``, the same for all jobs of a kind)."""
     if job.phase != "Inqueue" or not job.tasks or job.podgroup is None:
         return None
-    queue = ssn.queues.get(job.queue)
-    if queue is None or queue.state != "Open":
-        return None  # a reason that names the queue's state, not a share: the close would not hand it on
     pending = job.status_index.get(TaskStatus.PENDING)
     if pending is None or len(pending) != len(job.tasks):
         return None
