@@ -220,8 +220,9 @@ def _deserved_reason(ssn: Session, job: JobInfo) -> dict:
 
 class _DeservedParts:
     """One reason part per deserved message, kept from one session to the next: a waiting job's
-    last reason then holds the very objects its new one is made of, and compares at once
-    (``_reads_as``). Emptied when full."""
+    last reason was then made of the very part its new one is made of, which tells at once that
+    it reads the same (``explain_made_of``; ``_reads_as`` finds the same values by identity).
+    Emptied when full."""
 
     def __init__(self) -> None:
         self.parts: dict[str, dict[str, str]] = {}
