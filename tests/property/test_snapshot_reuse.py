@@ -4,6 +4,7 @@ field for field and in the same order, in runs that bind, pipeline, evict and di
 
 from __future__ import annotations
 
+import random
 from pathlib import Path
 
 import pytest
@@ -166,3 +167,26 @@ def test_a_snapshot_lists_jobs_in_key_order_as_they_come_and_go():
     state.upsert(gone)
     assert list(state.snapshot()[0]) == ["default/a", "default/b", "default/c", "default/k", "default/m", "default/z"]
 
+
+
+def test_a_snapshot_reads_the_jobs_as_they_are_now_whatever_came_and_went():
+    """The jobs kept in key order beside the keys (``ClusterState.job_list``) follow every
+    podgroup added, replaced (a new job under the same key) and dropped: each snapshot copies
+    the job now under each key, in key order."""
+    rng = random.Random(7)
+    state = ClusterState.from_objects([queue("work").weight(1).build(), node("n1", cpu=4, memory="8Gi", pods=10)])
+    names = [f"g{i:02d}" for i in range(12)]
+    for step in range(200):
+        name = rng.choice(names)
+        move = rng.random()
+        if move < 0.5:
+            state.upsert(podgroup(name).queue("work").min_member(rng.randint(1, 4)).build())  # added or replaced
+        elif move < 0.75:
+            state.remove(podgroup(name).queue("work").build())
+        else:
+            state.forget_job(f"default/{name}")
+        if step % 3 == 0:
+            copies = state.snapshot()[0]
+            assert list(copies) == sorted(state.jobs)
+            for uid, copy in copies.items():
+                assert state.jobs[uid].twin is copy and copy.min_available == state.jobs[uid].min_available

@@ -8,7 +8,7 @@ phase, node and deletion mark. ``snapshot()`` gives a session its own copies.
 
 from __future__ import annotations
 
-from bisect import bisect_left, insort
+from bisect import bisect_left
 from dataclasses import dataclass, field, fields
 from datetime import datetime, timezone
 from typing import Any, Iterable
@@ -151,6 +151,8 @@ class ClusterState:
     orphans: dict[str, Pod] = field(default_factory=dict)
     # the keys of ``jobs`` in order, kept as jobs come and go (None: sort them at the next snapshot)
     job_keys: list[str] | None = field(default=None, repr=False, compare=False)
+    # the jobs in that order, kept with the keys (the snapshot reads them without a lookup each)
+    job_list: list[JobInfo] | None = field(default=None, repr=False, compare=False)
 
     def __getstate__(self) -> dict[str, Any]:
         return {name: getattr(self, name) for name in _FIELDS}
@@ -217,11 +219,13 @@ class ClusterState:
 
     def _pop_job(self, key: str) -> JobInfo | None:
         job = self.jobs.pop(key, None)
-        keys = self.job_keys
+        keys, listed = self.job_keys, self.job_list
         if job is not None and keys is not None:
             at = bisect_left(keys, key)
             if at < len(keys) and keys[at] == key:
                 del keys[at]
+                if listed is not None:
+                    del listed[at]
         return job
 
     def _upsert_pod(self, pod: Pod) -> None:
@@ -257,9 +261,15 @@ class ClusterState:
             for task in old.tasks.values():
                 fresh.add_task(task)
         self.jobs[group.key] = fresh
-        keys = self.job_keys
-        if old is None and keys is not None:
-            insort(keys, group.key)
+        keys, listed = self.job_keys, self.job_list
+        if keys is not None:
+            at = bisect_left(keys, group.key)
+            if at == len(keys) or keys[at] != group.key:
+                keys.insert(at, group.key)
+                if listed is not None:
+                    listed.insert(at, fresh)
+            elif listed is not None:
+                listed[at] = fresh  # the same key: the new job in the old one's place
         waiting = [p for p in self.orphans.values() if p.metadata.namespace == group.metadata.namespace and p.group_name == group.name]
         for pod in waiting:
             self._upsert_pod(pod)
@@ -283,16 +293,16 @@ class ClusterState:
         jobs: dict[str, JobInfo] = {}
         queues = self.queues
         every = self.jobs
-        keys = self.job_keys
-        if keys is None or len(keys) != len(every):  # the same length: the same keys (kept as jobs come and go)
+        keys, listed = self.job_keys, self.job_list
+        if keys is None or listed is None or len(keys) != len(every) or len(listed) != len(keys):  # the same length: the same keys (kept as jobs come and go)
             keys = self.job_keys = sorted(every)  # the keys alone: strings sort many times faster than (key, job) pairs
+            listed = self.job_list = [every[uid] for uid in keys]
         # with the copies of the tasks on nodes, in the same pass: a waiting task (Pending) has
         # no node, and most jobs of a backlog have only those
         by_uid: dict[str, TaskInfo] = {}
-        for uid in keys:
-            job = every[uid]
+        for job in listed:
             if job.queue in queues:
-                copy = jobs[uid] = _session_copy(job)
+                copy = jobs[job.uid] = _session_copy(job)
                 index = copy.status_index
                 if len(index) == 1 and _PENDING in index:
                     continue
