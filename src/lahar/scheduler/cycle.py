@@ -155,13 +155,18 @@ def _close(ssn: Session, previous: dict[str, JobOutcome] | None, hidden: Hidden 
     outcomes: dict[str, JobOutcome] = {}
     changed: list[str] = []
     reasons = HiddenReasons()
+    seen_first = ""  # the last hidden job's first job, its job and its outcome: look-alikes mostly come together
+    first_job: JobInfo | None = None
+    first_outcome: JobOutcome | None = None
     for job in ssn.jobs.values():
         first = hidden.first_of.get(job.uid) if hidden is not None else None
         before = previous.get(job.uid) if previous is not None else None
         if first is None:
             outcome = outcomes[job.uid] = _outcome(ssn, job, before)
         else:
-            found = _hidden_outcome(ssn, job, ssn.jobs[first], outcomes[first], before, reasons)
+            if first != seen_first or first_job is None or first_outcome is None:
+                seen_first, first_job, first_outcome = first, ssn.jobs[first], outcomes[first]
+            found = _hidden_outcome(ssn, job, first_job, first_outcome, before, reasons)
             if found is None:
                 ssn.release()
                 return None
