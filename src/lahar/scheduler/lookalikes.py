@@ -164,14 +164,13 @@ def _plugins_known(ssn: Session) -> bool:
     return all(option.name in PLUGINS for tier in ssn.conf.tiers for option in tier.plugins)
 
 
-def _kind(ssn: Session, job: JobInfo, known_only: bool = False) -> Kind | None:
+def _kind(ssn: Session, job: JobInfo) -> Kind | None:
     """The kind of a waiting job (what the actions read of it), or None when it is not one that
-    may be hidden: admitted, with every task pending and none nominated to a node, its answers
-    kept. ``known_only``: before the plugins open, only a job whose facts and kind an earlier
-    session of the same configuration kept, its tasks unchanged since."""
+    may be hidden: in an Open queue, admitted, with every task pending and none nominated to a
+    node, its answers kept."""
     if not _queue_open(ssn, job):
         return None
-    return _kind_of_waiting(ssn, job, known_only)
+    return _kind_of_waiting(ssn, job, known_only=False)
 
 
 def _queue_open(ssn: Session, job: JobInfo) -> bool:
@@ -182,7 +181,9 @@ def _queue_open(ssn: Session, job: JobInfo) -> bool:
 
 
 def _kind_of_waiting(ssn: Session, job: JobInfo, known_only: bool) -> Kind | None:
-    """``_kind`` but for the queue's state (``_queue_open``, the same for all jobs of a kind)."""
+    """``_kind`` but for the queue's state (``_queue_open``, the same for all jobs of a kind).
+    ``known_only``: before the plugins open, only a job whose facts and kind an earlier session
+    of the same configuration kept, its tasks unchanged since."""
     if job.phase != "Inqueue" or not job.tasks or job.podgroup is None:
         return None
     pending = job.status_index.get(TaskStatus.PENDING)

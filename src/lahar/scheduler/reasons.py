@@ -33,7 +33,7 @@ from lahar.resources import Dim, Resource
 from lahar.scheduler.api import JobInfo, QueueInfo, TaskStatus
 from lahar.scheduler.framework.session import Session
 
-__all__ = ["explain", "explain_made_of", "quantities_text"]
+__all__ = ["explain_made_of", "quantities_text"]
 
 
 def quantities_text(res: Resource | None, only: list[str] | None = None) -> str:
@@ -46,19 +46,15 @@ def quantities_text(res: Resource | None, only: list[str] | None = None) -> str:
     return ", ".join(f"{k}={v}" for k, v in shown.items()) or "nothing"
 
 
-def explain(ssn: Session, job: JobInfo, last: dict[str, Any] | None = None) -> dict[str, Any] | None:
-    """The reason ``job`` waits, or None when it has nothing waiting. ``last``: the job's reason
-    the last time, given back itself when the reason reads the same (a waiting job's reason
-    mostly does from one cycle to the next: no new object, and its status compares at once)."""
-    return explain_made_of(ssn, job, last, None)[0]
-
-
 def explain_made_of(
     ssn: Session, job: JobInfo, last: dict[str, Any] | None, last_part: dict[str, Any] | None
 ) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
-    """``explain``, and the part the reason is made of (all but its queue and job; only read).
-    ``last_part``: the part ``last`` was made of; the same object again (a deserved reason's
-    part is one object per message, ``_DESERVED``) tells at once that ``last`` reads the same."""
+    """The reason ``job`` waits (None when it has nothing waiting), and the part it is made of
+    (all but its queue and job; only read). ``last``: the job's reason the last time, given back
+    itself when the reason reads the same (a waiting job's reason mostly does from one cycle to
+    the next: no new object, and its status compares at once). ``last_part``: the part ``last``
+    was made of; the same object again (a deserved reason's part is one object per message,
+    ``_DESERVED``) tells at once that ``last`` reads the same."""
     part = _why(ssn, job)
     if part is None:
         return None, None
@@ -84,7 +80,7 @@ _ABSENT = object()
 
 
 def _why(ssn: Session, job: JobInfo) -> dict[str, Any] | None:
-    """What ``explain`` says of the job, less its queue and uid (only read: it may be shared)."""
+    """What ``explain_made_of`` says of the job, less its queue and uid (only read: it may be shared)."""
     index = job.status_index
     if not index.get(TaskStatus.PENDING):
         if job.phase in ("Running", "Completed"):
@@ -202,7 +198,7 @@ def _releasing(ssn: Session, node_name: str) -> bool:
 
 
 def _deserved_reason(ssn: Session, job: JobInfo) -> dict:
-    """The reason, only read (``explain`` copies it into the job's own)."""
+    """The reason, only read (``explain_made_of`` copies it into the job's own)."""
     kept = ssn.job_facts(job).kept  # the pending request reads the tasks alone
     asked: tuple[Resource, Hashable] | None = kept.get("pending-request")
     if asked is None:
