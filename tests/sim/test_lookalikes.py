@@ -203,6 +203,25 @@ def test_a_hidden_job_keeps_its_last_reason_while_its_first_jobs_reads_the_same(
     assert _statuses(second) == _statuses(full) and second.changed == full.changed == []
 
 
+def test_a_job_set_aside_last_cycle_is_its_kinds_first_once_the_first_is_gone():
+    """A session copy set aside behind a first job (``JobInfo.hidden_behind``) is handed on by
+    the next snapshot as not set aside: with the first job gone, the next look-alike is its
+    kind's first, looked at by the actions, and the outcomes are those of the long way."""
+    conf = load_config(default_config_text())
+    state = _backlog()
+    first = run_cycle(state, conf, 0.0, uid="cycle-1", lookalikes=True)
+    assert first.lookalikes_hidden == 2
+    assert state.jobs["default/w2"].twin is not None and state.jobs["default/w2"].twin.hidden_behind == "default/w1"
+    state.forget_job("default/w1")
+    second = run_cycle(state, conf, 1.0, uid="cycle-2", previous=first.jobs, lookalikes=True)
+    copies = second.session.jobs  # the same copies the next snapshot takes back
+    assert copies["default/w2"].hidden_behind == "" and copies["default/w3"].hidden_behind == "default/w2"
+    full = run_cycle(state, conf, 1.0, uid="cycle-2", previous=first.jobs, lookalikes=False)
+    assert second.lookalikes_hidden == 1 and not second.lookalikes_ran_again
+    assert all(not copy.hidden_behind for copy in full.session.jobs.values())
+    assert _statuses(second) == _statuses(full) and second.changed == full.changed
+
+
 def test_a_hidden_job_whose_last_reason_read_otherwise_gets_a_new_one():
     conf = load_config(default_config_text())
     state = _backlog()

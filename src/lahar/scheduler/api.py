@@ -298,6 +298,10 @@ class JobInfo:
     part_alike: object = None
     part_changes: int = -1
     part_phase: str = ""
+    # a session copy set aside as a look-alike (``lahar.scheduler.lookalikes``): the uid of the
+    # first job of its kind, which the actions look at in its place; "" when it is not set aside
+    # (every snapshot hands a copy on with ""); a class default too, as ``facts``
+    hidden_behind: str = ""
 
     def __init__(
         self,
@@ -344,6 +348,7 @@ class JobInfo:
         self.part_alike: object = None
         self.part_changes = -1
         self.part_phase = ""
+        self.hidden_behind = ""
 
     def _read_podgroup_spec(self) -> None:
         """The podgroup's minMember and the names its minResources lists, read once: every cycle
@@ -557,15 +562,25 @@ class JobInfo:
         """``twin``, an earlier ``clone()`` of this job, made equal to a fresh clone again. Only
         valid while neither job changed its tasks since the clone (``changes`` on both sides
         tells). Its own tasks and sums are kept; the fields a session writes besides them
-        (phase, conditions, fit errors, reason) are read from this job again. Nothing else can
+        (phase, conditions, fit errors, reason) are read from this job again, and it is no
+        longer set aside behind a look-alike (``hidden_behind``). Nothing else can
         differ: this job's other fields never change (the cache replaces a job whose podgroup
         changed), and a session writes no other field of its copies
         (``tests/property/test_snapshot_reuse.py`` compares every field with a fresh clone's)
         but those that hold what it worked out from the copy's own tasks, each with the
         ``changes`` it was worked out at (``facts``; ``part``, with the phase too)."""
         twin.phase, twin.job_fit_errors, twin.reason = self.phase, self.job_fit_errors, self.reason
-        twin.fit_errors = {}
-        twin.conditions = [dict(c) for c in self.conditions] if self.conditions else []
+        # an empty map or list is kept as it is (the usual case in a backlog): no one fills one
+        # in place that a session handed on (``set_condition`` makes a new list), and whoever
+        # holds the copy holds this very session's copy anyway
+        if twin.fit_errors:
+            twin.fit_errors = {}
+        if twin.hidden_behind:
+            twin.hidden_behind = ""
+        if self.conditions:
+            twin.conditions = [dict(c) for c in self.conditions]
+        elif twin.conditions:
+            twin.conditions = []
         return twin
 
     def set_condition(self, condition: dict[str, Any]) -> None:

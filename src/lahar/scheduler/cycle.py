@@ -155,18 +155,19 @@ def _close(ssn: Session, previous: dict[str, JobOutcome] | None, hidden: Hidden 
     outcomes: dict[str, JobOutcome] = {}
     changed: list[str] = []
     reasons = HiddenReasons()
-    seen_first = ""  # the last hidden job's first job, its job and its outcome: look-alikes mostly come together
-    first_job: JobInfo | None = None
+    seen_first = ""  # the last hidden job's first job, its outcome and the conditions this session wrote for it: look-alikes mostly come together
     first_outcome: JobOutcome | None = None
+    first_conditions: list[dict[str, Any]] = []
     for job in ssn.jobs.values():
-        first = hidden.first_of.get(job.uid) if hidden is not None else None
+        first = job.hidden_behind if hidden is not None else ""
         before = previous.get(job.uid) if previous is not None else None
-        if first is None:
+        if not first:
             outcome = outcomes[job.uid] = _outcome(ssn, job, before)
         else:
-            if first != seen_first or first_job is None or first_outcome is None:
-                seen_first, first_job, first_outcome = first, ssn.jobs[first], outcomes[first]
-            found = _hidden_outcome(ssn, job, first_job, first_outcome, before, reasons)
+            if first != seen_first or first_outcome is None:
+                seen_first, first_outcome = first, outcomes[first]
+                first_conditions = [c for c in ssn.jobs[first].conditions if c.get("transitionID") == ssn.uid]
+            found = _hidden_outcome(ssn, job, first_conditions, first_outcome, before, reasons)
             if found is None:
                 ssn.release()
                 return None
@@ -203,13 +204,13 @@ def _outcome(ssn: Session, job: JobInfo, before: JobOutcome | None = None) -> Jo
 
 
 def _hidden_outcome(
-    ssn: Session, job: JobInfo, first_job: JobInfo, first: JobOutcome, before: JobOutcome | None, reasons: HiddenReasons
+    ssn: Session, job: JobInfo, first_conditions: list[dict[str, Any]], first: JobOutcome, before: JobOutcome | None, reasons: HiddenReasons
 ) -> JobOutcome | None:
     """The outcome of a look-alike hidden from the actions, from its first job's: the same
     phase (``podgroup_phase`` reads the same phase, counts, minMember and, with no task
     running, nothing else), the conditions the plugins wrote this session for its first job
-    (gang's: the same task counts and no fit error give the same message) beside its own of
-    other types, no pod running, ended or failed (every task waits), and the first job's
+    (``first_conditions``; gang's: the same task counts and no fit error give the same
+    message) beside its own of other types, no pod running, ended or failed (every task waits), and the first job's
     reason with its own uid (``before``'s, the job's last outcome, when that reads the same:
     ``HiddenReasons``); None when that reason may name the job. The condition objects are its
     first job's own (no one changes a condition or a reason in place: a new one replaces it)."""
@@ -217,9 +218,8 @@ def _hidden_outcome(
     reason = reasons.of(job.uid, first.reason, last, made_from)
     if reason is None:
         return None
-    for condition in first_job.conditions:
-        if condition.get("transitionID") == ssn.uid:
-            job.set_condition(condition)
+    for condition in first_conditions:
+        job.set_condition(condition)
     job.phase = first.phase
     outcome = JobOutcome(first.phase, job.queue, job.conditions, reason, 0, 0, 0, first.reason)
     outcome.reason_part = first.reason_part  # its reason reads as its first job's but for the job: made of the same part
@@ -271,7 +271,7 @@ def _cycle_with_lookalikes_hidden(
         return None
     result = _close(ssn, previous, hidden)
     if result is not None:
-        result.lookalikes_hidden = len(hidden.first_of)
+        result.lookalikes_hidden = hidden.count
     return result
 
 

@@ -80,14 +80,20 @@ _KINDS = _Kinds()
 
 
 class Hidden:
-    """The jobs set aside for one cycle: every job in session order and each hidden job's first
-    job (which comes before it in that order)."""
+    """The jobs set aside for one cycle: every job in session order, of which ``count`` are set
+    aside, each behind the first job of its kind (which comes before it in that order): that
+    job's uid is kept on the session copy (``JobInfo.hidden_behind``), not in a map."""
 
-    def __init__(self, every: dict[str, JobInfo], first_of: dict[str, str], firsts: set[str]) -> None:
+    def __init__(self, every: dict[str, JobInfo], count: int, firsts: set[str]) -> None:
         self.every = every
-        self.first_of = first_of
-        self.firsts = firsts  # the first jobs with a look-alike hidden behind them: first_of's values, each once
+        self.count = count
+        self.firsts = firsts  # the first jobs with a look-alike hidden behind them, each once
         self.changes: dict[str, int] = {}  # each job left in the session: its tasks' change count when the actions began
+
+    @property
+    def first_of(self) -> dict[str, str]:
+        """Each hidden job's first job, by uid (made on demand: the cycle reads the copies)."""
+        return {uid: job.hidden_behind for uid, job in self.every.items() if job.hidden_behind}
 
 
 class _Group:
@@ -107,7 +113,7 @@ def group(ssn: Session) -> Hidden | None:
     if not _plugins_known(ssn):
         return None
     groups: dict[Kind, _Group] = {}
-    first_of: dict[str, str] = {}
+    count = 0
     shown: dict[str, JobInfo] = {}
     every = ssn.jobs
     for uid, job in every.items():
@@ -119,14 +125,15 @@ def group(ssn: Session) -> Hidden | None:
                 groups[kind] = _Group(uid, lookalikes_room(job) if _queue_open(ssn, job) else 0)
             elif found.count < found.room:
                 found.count += 1
-                first_of[uid] = found.first
+                job.hidden_behind = found.first
+                count += 1
                 continue
         shown[uid] = job
-    if not first_of:
+    if not count:
         return None
     ssn.hidden_counts = {found.first: found.count for found in groups.values() if found.count}
     ssn.jobs = shown
-    return Hidden(every, first_of, set(ssn.hidden_counts))
+    return Hidden(every, count, set(ssn.hidden_counts))
 
 
 def hide(ssn: Session, grouped: Hidden | None = None) -> Hidden | None:
@@ -135,7 +142,7 @@ def hide(ssn: Session, grouped: Hidden | None = None) -> Hidden | None:
     if grouped is None and not _plugins_known(ssn):
         return None
     first: dict[Kind, str] = {}
-    first_of: dict[str, str] = dict(grouped.first_of) if grouped is not None else {}
+    count = grouped.count if grouped is not None else 0  # those ``group`` set aside stay so
     anchors = grouped.firsts if grouped is not None else set()  # stay shown: their look-alikes' outcomes come from theirs
     firsts = set(anchors)
     shown: dict[str, JobInfo] = {}
@@ -144,16 +151,17 @@ def hide(ssn: Session, grouped: Hidden | None = None) -> Hidden | None:
         kind = _kind(ssn, job)
         found = first.get(kind) if kind is not None else None
         if found is not None and uid not in anchors:
-            first_of[uid] = found
+            job.hidden_behind = found
+            count += 1
             firsts.add(found)
             continue
         if kind is not None and found is None:
             first[kind] = uid
         shown[uid] = job
         changes[uid] = job.changes
-    if not first_of:
+    if not count:
         return None
-    hidden = Hidden(grouped.every if grouped is not None else ssn.jobs, first_of, firsts)
+    hidden = Hidden(grouped.every if grouped is not None else ssn.jobs, count, firsts)
     hidden.changes = changes
     ssn.jobs = shown
     return hidden
