@@ -11,7 +11,7 @@ from __future__ import annotations
 from bisect import bisect_left
 from dataclasses import dataclass, field, fields
 from datetime import datetime, timezone
-from typing import Any, Iterable
+from typing import Any, Final, Iterable
 
 from lahar.duration import DurationError, parse_duration
 from lahar.model.base import LAHAR_DURATION, PREEMPTABLE, ApiObject
@@ -20,7 +20,7 @@ from lahar.model.job import TASK_SPEC
 from lahar.model.queue import Queue
 from lahar.model.workload import Pod, PodGroup
 from lahar.resources import PODS, Resource
-from lahar.scheduler.api import JobInfo, NodeInfo, QueueInfo, TaskInfo, TaskStatus
+from lahar.scheduler.api import BOUND, FAILED, PENDING, RELEASING, RUNNING, SUCCEEDED, UNKNOWN, JobInfo, NodeInfo, QueueInfo, TaskInfo, TaskStatus
 
 __all__ = ["ClusterState", "task_from_pod", "job_from_podgroup", "node_from_object", "parse_time", "format_time"]
 
@@ -61,12 +61,12 @@ def task_status(pod: Pod) -> TaskStatus:
     deleted = pod.metadata.deletion_timestamp is not None
     phase = pod.phase
     if phase == "Running":
-        return TaskStatus.RELEASING if deleted else TaskStatus.RUNNING
+        return RELEASING if deleted else RUNNING
     if phase == "Pending":
         if deleted:
-            return TaskStatus.RELEASING
-        return TaskStatus.BOUND if pod.spec.node_name else TaskStatus.PENDING
-    return {"Succeeded": TaskStatus.SUCCEEDED, "Failed": TaskStatus.FAILED}.get(phase, TaskStatus.UNKNOWN)
+            return RELEASING
+        return BOUND if pod.spec.node_name else PENDING
+    return {"Succeeded": SUCCEEDED, "Failed": FAILED}.get(phase, UNKNOWN)
 
 
 def task_from_pod(pod: Pod, job_uid: str, classes: dict[str, PriorityClass]) -> TaskInfo:
@@ -300,11 +300,13 @@ class ClusterState:
         # with the copies of the tasks on nodes, in the same pass: a waiting task (Pending) has
         # no node, and most jobs of a backlog have only those
         by_uid: dict[str, TaskInfo] = {}
+        known = ""  # the last queue found: a backlog's jobs come mostly from one queue
         for job in listed:
-            if job.queue in queues:
+            if (known and job.queue == known) or job.queue in queues:
+                known = job.queue
                 copy = jobs[job.uid] = _session_copy(job)
                 index = copy.status_index
-                if len(index) == 1 and _PENDING in index:
+                if len(index) == 1 and PENDING in index:
                     continue
                 for task in copy.tasks.values():
                     by_uid[task.uid] = task
@@ -330,5 +332,4 @@ def _session_copy(job: JobInfo) -> JobInfo:
 
 
 _FIELDS = tuple(f.name for f in fields(ClusterState))
-_TERMINAL = (TaskStatus.SUCCEEDED, TaskStatus.FAILED)
-_PENDING = TaskStatus.PENDING
+_TERMINAL: Final = (SUCCEEDED, FAILED)

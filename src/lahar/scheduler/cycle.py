@@ -16,7 +16,7 @@ from typing import Any
 
 from lahar.resources import Resource
 from lahar.scheduler.actions import ACTIONS
-from lahar.scheduler.api import COMPLETED_STATUSES, SCHEDULED_STATUSES, JobInfo, TaskStatus
+from lahar.scheduler.api import COMPLETED_STATUSES, FAILED, PIPELINED, RELEASING, RUNNING, SCHEDULED_STATUSES, SUCCEEDED, JobInfo
 from lahar.scheduler.cache import ClusterState
 from lahar.scheduler.columnar import NodeIndex
 from lahar.scheduler.framework.config import SchedulerConf
@@ -311,7 +311,7 @@ def _record_uncommitted_pipelines(ssn: Session) -> None:
     """Allocate may leave a pipelined-but-not-ready job's reservations in place: report them."""
     reported = {d.task for d in ssn.decisions if d.type == "pipeline"}
     for job in ssn.jobs.values():
-        pipelined = job.status_index.get(TaskStatus.PIPELINED)
+        pipelined = job.status_index.get(PIPELINED)
         if not pipelined:
             continue
         for task in pipelined.values():
@@ -335,20 +335,20 @@ def scheduled_counts(job: JobInfo) -> tuple[int, int, int, int, int]:
             scheduled += len(tasks)
             if status in COMPLETED_STATUSES:
                 completed += len(tasks)
-        elif status is TaskStatus.RELEASING:
+        elif status is RELEASING:
             scheduled += sum(1 for t in tasks.values() if t.node_name)
-        if status is TaskStatus.RUNNING:
+        if status is RUNNING:
             running = len(tasks)
-        elif status is TaskStatus.SUCCEEDED:
+        elif status is SUCCEEDED:
             succeeded = len(tasks)
-        elif status is TaskStatus.FAILED:
+        elif status is FAILED:
             failed = len(tasks)
     return scheduled, completed, running, succeeded, failed
 
 
 def podgroup_phase(job: JobInfo, unschedulable: bool, counts: tuple[int, int, int, int, int]) -> str:
     """Volcano's ``getPodGroupPhase`` at session close (``counts``: ``scheduled_counts(job)``)."""
-    if unschedulable and job.status_index.get(TaskStatus.RUNNING):
+    if unschedulable and job.status_index.get(RUNNING):
         return "Unknown"
     scheduled, completed = counts[0], counts[1]
     minimum = job.min_member  # the podgroup's minMember (minAvailable without a podgroup)

@@ -24,9 +24,9 @@ with any other plugin enabled nothing is hidden.
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, Final
 
-from lahar.scheduler.api import JobInfo, TaskStatus
+from lahar.scheduler.api import PENDING, JobInfo
 from lahar.scheduler.framework.session import Session
 from lahar.scheduler.plugins.queueattr import lookalikes_room
 
@@ -76,7 +76,7 @@ class _Kinds:
         return found
 
 
-_KINDS = _Kinds()
+_KINDS: Final = _Kinds()  # Final: compiled, a static read without a lookup in the module's names
 
 
 class Hidden:
@@ -194,7 +194,7 @@ def _kind_of_waiting(ssn: Session, job: JobInfo, known_only: bool) -> Kind | Non
     of the same configuration kept, its tasks unchanged since."""
     if job.phase != "Inqueue" or not job.tasks or job.podgroup is None:
         return None
-    pending = job.status_index.get(TaskStatus.PENDING)
+    pending = job.status_index.get(PENDING)
     if pending is None or len(pending) != len(job.tasks):
         return None
     if known_only:

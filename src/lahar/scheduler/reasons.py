@@ -30,7 +30,7 @@ from __future__ import annotations
 from typing import Any, Hashable
 
 from lahar.resources import Dim, Resource
-from lahar.scheduler.api import JobInfo, QueueInfo, TaskStatus
+from lahar.scheduler.api import PENDING, PIPELINED, JobInfo, QueueInfo
 from lahar.scheduler.framework.session import Session
 
 __all__ = ["explain_made_of", "quantities_text"]
@@ -82,10 +82,10 @@ _ABSENT = object()
 def _why(ssn: Session, job: JobInfo) -> dict[str, Any] | None:
     """What ``explain_made_of`` says of the job, less its queue and uid (only read: it may be shared)."""
     index = job.status_index
-    if not index.get(TaskStatus.PENDING):
+    if not index.get(PENDING):
         if job.phase in ("Running", "Completed"):
             return None
-        if not index.get(TaskStatus.PIPELINED) and (job.tasks or job.phase not in ("Pending", "Inqueue")):
+        if not index.get(PIPELINED) and (job.tasks or job.phase not in ("Pending", "Inqueue")):
             return None  # every task placed (perhaps in this very cycle, before the phase moves on)
     noted = ssn.notes.get(job.uid)
     notes = {n["kind"]: n for n in noted} if noted else {}
@@ -162,7 +162,7 @@ def _gang_reason(ssn: Session, job: JobInfo, queue, notes: dict) -> dict | None:
 
 
 def _placement_reason(ssn: Session, job: JobInfo, queue, notes: dict) -> dict | None:
-    pipelined = job.tasks_in(TaskStatus.PIPELINED) if TaskStatus.PIPELINED in job.status_index else None
+    pipelined = job.tasks_in(PIPELINED) if PIPELINED in job.status_index else None
     if pipelined:
         nodes = sorted({t.node_name for t in pipelined})
         if any(_releasing(ssn, name) for name in nodes):
@@ -238,7 +238,7 @@ _DESERVED = _DeservedParts()
 
 def _pending_request(job: JobInfo) -> tuple[Resource, Hashable]:
     """The sum of the job's pending requests (only read), and a key equal for equal sums."""
-    pending = job.tasks_in(TaskStatus.PENDING)
+    pending = job.tasks_in(PENDING)
     if len(pending) == 1:
         return pending[0].resreq, pending[0].request_id()  # the sum of one is the request itself
     request = Resource()

@@ -20,7 +20,7 @@ from __future__ import annotations
 import numpy as np
 
 from lahar.resources import Dim
-from lahar.scheduler.api import FitError, FitErrors, JobInfo, NodeInfo, QueueInfo, StatusCode, TaskInfo, TaskStatus
+from lahar.scheduler.api import PENDING, FitError, FitErrors, JobInfo, NodeInfo, QueueInfo, StatusCode, TaskInfo
 from lahar.scheduler.columnar import ClassView
 from lahar.scheduler.framework.session import Session
 from lahar.scheduler.framework.statement import Statement
@@ -118,7 +118,7 @@ def _build_context(ssn: Session) -> tuple[PriorityQueue[QueueInfo], dict[str, li
             if ssn.enqueue_enabled:
                 continue
             job.phase = "Inqueue"
-        if TaskStatus.PENDING not in job.status_index:
+        if PENDING not in job.status_index:
             continue  # nothing to place (most jobs of a busy cluster): the checks below are pure
         facts = ssn.job_facts(job)
         if not facts.valid:

@@ -5,7 +5,7 @@ Reference 6.3. No queue gate: Volcano backfills into any queue. Lahar: not into 
 
 from __future__ import annotations
 
-from lahar.scheduler.api import FitErrors, JobInfo, QueueInfo, TaskInfo, TaskStatus
+from lahar.scheduler.api import ALLOCATED, PENDING, PIPELINED, FitErrors, JobInfo, QueueInfo, TaskInfo
 from lahar.scheduler.framework.session import Session
 from lahar.scheduler.framework.statement import Statement
 from lahar.scheduler.pqueue import PriorityQueue
@@ -38,7 +38,7 @@ def allocate_and_dispatch(ssn: Session, task: TaskInfo, node_name: str) -> None:
     Statement(ssn).allocate(task, node_name)
     job = ssn.jobs[task.job]
     if ssn.job_ready(job):
-        for ready in job.tasks_in(TaskStatus.ALLOCATED):
+        for ready in job.tasks_in(ALLOCATED):
             ssn.dispatch(ready)
 
 
@@ -54,10 +54,10 @@ def _pending_best_effort(ssn: Session) -> list[TaskInfo]:
         queue = ssn.queues.get(job.queue)
         if queue is None or ssn.suspended(queue):
             continue
-        for task in job.tasks_in(TaskStatus.PENDING):
+        for task in job.tasks_in(PENDING):
             if task.best_effort:
                 tasks.setdefault(job.uid, PriorityQueue(ssn.task_order_fn)).push(task)
-        for task in job.tasks_in(TaskStatus.PIPELINED):
+        for task in job.tasks_in(PIPELINED):
             if task.best_effort:
                 Statement(ssn).unpipeline(task)
                 tasks.setdefault(job.uid, PriorityQueue(ssn.task_order_fn)).push(task)

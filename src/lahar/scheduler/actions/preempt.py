@@ -17,7 +17,7 @@ from typing import Callable
 import numpy as np
 
 from lahar.resources import Dim
-from lahar.scheduler.api import JobInfo, NodeInfo, QueueInfo, TaskInfo, TaskStatus, preemptable_status
+from lahar.scheduler.api import PENDING, JobInfo, NodeInfo, QueueInfo, TaskInfo, preemptable_status
 from lahar.scheduler.framework.session import Session
 from lahar.scheduler.framework.statement import Statement
 from lahar.scheduler.pqueue import PriorityQueue
@@ -75,7 +75,7 @@ def _between_jobs(ssn: Session, starving: list[JobInfo], reads_requests: bool) -
 
 def _heaps(ssn: Session, starving: list[JobInfo]) -> tuple[PriorityQueue[JobInfo], dict[str, PriorityQueue[TaskInfo]]]:
     """A queue's starving jobs in job order, and each one's pending tasks in task order."""
-    tasks = {job.uid: PriorityQueue(ssn.task_order_fn, job.tasks_in(TaskStatus.PENDING)) for job in starving}
+    tasks = {job.uid: PriorityQueue(ssn.task_order_fn, job.tasks_in(PENDING)) for job in starving}
     return PriorityQueue(ssn.job_order_fn, starving), tasks
 
 
@@ -84,7 +84,7 @@ def _inside_job(ssn: Session, job: JobInfo, gave_up: dict[object, bool] | None =
     of look-alike job found to give up since anything last changed (see ``_gives_up_inside``)."""
     if _gives_up_inside(ssn, job, gave_up):
         return
-    waiting = job.tasks_in(TaskStatus.PENDING)
+    waiting = job.tasks_in(PENDING)
     if gave_up is not None:
         gave_up.clear()  # this job may change the session: what was found no longer stands
     pending = PriorityQueue(ssn.task_order_fn, waiting)
@@ -118,7 +118,7 @@ def _gives_up_inside(ssn: Session, job: JobInfo, gave_up: dict[object, bool] | N
         if known is not None:
             return known
     queue = ssn.queues[job.queue]
-    answer = not any(ssn.allocatable(queue, task) for task in job.tasks_in(TaskStatus.PENDING))
+    answer = not any(ssn.allocatable(queue, task) for task in job.tasks_in(PENDING))
     if gave_up is not None and kind is not None:
         gave_up[kind] = answer
     return answer

@@ -16,7 +16,7 @@ Lahar also skips reclaimers in Suspended queues.
 from __future__ import annotations
 
 from lahar.resources import Dim
-from lahar.scheduler.api import JobInfo, QueueInfo, TaskInfo, TaskStatus
+from lahar.scheduler.api import PENDING, RUNNING, JobInfo, QueueInfo, TaskInfo
 from lahar.scheduler.actions.allocate import task_constraints
 from lahar.scheduler.actions.victims import choose_minimal, keeps_deserved
 from lahar.scheduler.framework.session import Session
@@ -79,7 +79,7 @@ class _Heaps:
             for uid, jobs in self.starving.items():
                 self.jobs[uid] = PriorityQueue(ssn.job_order_fn, jobs)
                 for job in jobs:
-                    self.tasks[job.uid] = PriorityQueue(ssn.task_order_fn, job.tasks_in(TaskStatus.PENDING))
+                    self.tasks[job.uid] = PriorityQueue(ssn.task_order_fn, job.tasks_in(PENDING))
         return self.jobs, self.tasks
 
 
@@ -154,7 +154,7 @@ def _starving(ssn: Session) -> tuple[PriorityQueue[QueueInfo], dict[str, list[Jo
 def _reclaimees(ssn: Session, node, job: JobInfo) -> list[TaskInfo]:
     out = []
     for task in node.tasks.values():
-        if task.status is not TaskStatus.RUNNING or not task.preemptable:
+        if task.status is not RUNNING or not task.preemptable:
             continue
         owner = ssn.jobs.get(task.job)
         if owner is None or owner.queue == job.queue:
@@ -218,7 +218,7 @@ def _unreclaimable(ssn: Session) -> set[str]:
         cached = {
             job.queue
             for job in ssn.jobs.values()
-            if job.queue in ssn.queues and not ssn.queues[job.queue].reclaimable() and job.count(TaskStatus.RUNNING)
+            if job.queue in ssn.queues and not ssn.queues[job.queue].reclaimable() and job.count(RUNNING)
         }
         ssn.memo["unreclaimable"] = cached
     return cached

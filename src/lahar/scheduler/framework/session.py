@@ -18,7 +18,7 @@ from typing import Any, Callable, Iterable
 import numpy as np
 
 from lahar.resources import Resource
-from lahar.scheduler.api import FitError, JobInfo, NodeInfo, PredicateError, QueueInfo, StatusCode, TaskInfo, TaskStatus
+from lahar.scheduler.api import BINDING, PENDING, FitError, JobInfo, NodeInfo, PredicateError, QueueInfo, StatusCode, TaskInfo
 from lahar.scheduler.framework.config import Arguments, PluginOption, SchedulerConf, Tier
 from lahar.scheduler.pqueue import KeyedQueue, PriorityQueue, pop_order
 
@@ -115,13 +115,13 @@ class JobFacts:
     def pending(self, ssn: "Session", job: JobInfo) -> list[TaskInfo]:
         """The job's pending tasks in task order (as a heap of them pops them)."""
         if self._pending is None:
-            self._pending = pop_order(ssn.task_order_fn, job.tasks_in(TaskStatus.PENDING))
+            self._pending = pop_order(ssn.task_order_fn, job.tasks_in(PENDING))
         return self._pending
 
     def requesting(self, job: JobInfo) -> list[TaskInfo]:
         """The pending tasks that request something, in the job's index order (allocate's worksheet)."""
         if self._requesting is None:
-            self._requesting = [task for task in job.tasks_in(TaskStatus.PENDING) if not task.resreq.is_empty()]
+            self._requesting = [task for task in job.tasks_in(PENDING) if not task.resreq.is_empty()]
         return self._requesting
 
     def __reduce__(self) -> tuple:
@@ -635,7 +635,7 @@ class Session:
         """Bind an allocated task: it becomes Binding and a ``bind`` decision is recorded."""
         job = self.jobs.get(task.job)
         if job is not None:
-            job.update_task_status(task, TaskStatus.BINDING)
+            job.update_task_status(task, BINDING)
         self.record(Decision("bind", task.key, task.node_name, None, job.queue if job else None, task.job))
 
     def queue_deserved(self, queue: QueueInfo) -> Resource | None:

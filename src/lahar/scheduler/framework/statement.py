@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from lahar.scheduler.api import TaskInfo, TaskStatus
+from lahar.scheduler.api import ALLOCATED, PENDING, PIPELINED, RELEASING, RUNNING, TaskInfo
 from lahar.scheduler.framework.session import Decision, Session
 
 __all__ = ["Statement"]
@@ -42,7 +42,7 @@ class Statement:
         ssn = self.ssn
         job = ssn.jobs.get(task.job)
         if job is not None:
-            job.update_task_status(task, TaskStatus.RELEASING)
+            job.update_task_status(task, RELEASING)
         node = ssn.nodes.get(task.node_name)
         if node is not None:
             node.update_task(task)
@@ -54,7 +54,7 @@ class Statement:
         ssn = self.ssn
         job = ssn.jobs.get(task.job)
         if job is not None:
-            job.update_task_status(task, TaskStatus.PIPELINED)
+            job.update_task_status(task, PIPELINED)
         task.node_name = node_name
         task.eviction_occurred = eviction_occurred
         node = ssn.nodes.get(node_name)
@@ -67,7 +67,7 @@ class Statement:
         ssn = self.ssn
         job = ssn.jobs.get(task.job)
         if job is not None:
-            job.update_task_status(task, TaskStatus.ALLOCATED)
+            job.update_task_status(task, ALLOCATED)
         task.node_name = node_name
         node = ssn.nodes.get(node_name)
         if node is not None:
@@ -81,7 +81,7 @@ class Statement:
         ssn = self.ssn
         job = ssn.jobs.get(task.job)
         if job is not None:
-            job.update_task_status(task, TaskStatus.RUNNING)
+            job.update_task_status(task, RUNNING)
         node = ssn.nodes.get(task.node_name)
         if node is not None:
             node.update_task(task)
@@ -93,7 +93,7 @@ class Statement:
         ssn = self.ssn
         job = ssn.jobs.get(task.job)
         if job is not None:
-            job.update_task_status(task, TaskStatus.PENDING)
+            job.update_task_status(task, PENDING)
         node = ssn.nodes.get(task.node_name)
         if node is not None:
             node.remove_task(task)

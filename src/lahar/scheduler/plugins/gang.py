@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from lahar.scheduler.api import JobInfo, TaskInfo, TaskStatus, scheduled_status
+from lahar.scheduler.api import PENDING, PIPELINED, RELEASING, JobInfo, TaskInfo, TaskStatus, scheduled_status
 from lahar.scheduler.framework.session import PERMIT, REJECT, Session
 from lahar.scheduler.plugins.base import Plugin
 
@@ -136,8 +136,8 @@ def skip_unschedulable_for_releasing(job: JobInfo) -> bool:
     """A gang whose missing members are only terminating on their nodes is not unschedulable:
     some task is Releasing on a node, none is Pending or Pipelined, and the scheduled tasks plus
     those releasing ones reach minMember (Volcano's ``shouldSkipUnschedulableForReleasing``)."""
-    releasing = sum(1 for task in job.tasks_in(TaskStatus.RELEASING) if task.node_name)
-    if releasing == 0 or job.count(TaskStatus.PENDING) or job.count(TaskStatus.PIPELINED):
+    releasing = sum(1 for task in job.tasks_in(RELEASING) if task.node_name)
+    if releasing == 0 or job.count(PENDING) or job.count(PIPELINED):
         return False
     scheduled = sum(len(tasks) for status, tasks in job.status_index.items() if scheduled_status(status))
     minimum = job.min_member  # the podgroup's minMember (minAvailable without a podgroup)

@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from lahar.resources import EXACT_SUMS_BELOW, MAX_FLOAT, MIN_RESOURCE, Dim, Resource, share
-from lahar.scheduler.api import JobInfo, TaskStatus
+from lahar.scheduler.api import PENDING, SUCCEEDED, JobInfo
 from lahar.scheduler.framework.config import Arguments
 
 __all__ = [
@@ -39,8 +39,6 @@ __all__ = [
 ]
 
 _INFINITE = float(Dim.INFINITY)  # a scalar that reads as unlimited (Volcano's -1), as a float
-_SUCCEEDED = TaskStatus.SUCCEEDED
-_PENDING = TaskStatus.PENDING
 
 
 @dataclass
@@ -82,7 +80,7 @@ def add_job(attr: QueueAttr, job: JobInfo) -> None:
 def _add_job_to(allocated: Resource, request: Resource, inqueue: Resource, elastic: Resource, job: JobInfo) -> None:
     allocated.add_nonzero(job.allocated)  # JobInfo keeps it as the sum over its allocated tasks
     request.add_nonzero(job.allocated)
-    waiting = job.status_index.get(_PENDING)  # no empty dict made for each running job
+    waiting = job.status_index.get(PENDING)  # no empty dict made for each running job
     if waiting:
         for task in waiting.values():
             request.add(task.resreq)
@@ -104,7 +102,7 @@ def _add_job_to(allocated: Resource, request: Resource, inqueue: Resource, elast
 def _lookalike_part(job: JobInfo) -> tuple[Resource, Resource]:
     """What ``add_job`` adds to ``request`` and to ``inqueue`` for an admitted job whose tasks all wait."""
     request = Resource()
-    for task in job.status_index.get(_PENDING, {}).values():
+    for task in job.status_index.get(PENDING, {}).values():
         request.add(task.resreq)
     reserved = Resource()
     add_inqueue(reserved, job)
@@ -240,7 +238,7 @@ def job_bound(job: JobInfo) -> float:
     if held < 0.0 or minimum < 0.0:
         return -1.0
     bound = held + minimum
-    waiting = job.status_index.get(_PENDING)
+    waiting = job.status_index.get(PENDING)
     if waiting:
         for task in waiting.values():
             asked = _largest_of(task.resreq, 0.0)
@@ -438,7 +436,7 @@ def add_inqueue(total: Resource, job: JobInfo) -> None:
         if phase != "Running":
             return
         # tasks in an allocated status: the ready ones (JobInfo keeps their count) less the succeeded
-        if job.ready_task_num() - job.count(_SUCCEEDED) < job.min_member:
+        if job.ready_task_num() - job.count(SUCCEEDED) < job.min_member:
             return
     allocated, minimum = job.allocated, job.min_resources
     held = allocated.scalars or {}
