@@ -27,7 +27,7 @@ import itertools
 import sys
 from enum import IntEnum
 from fractions import Fraction
-from typing import Iterable, Mapping
+from typing import Final, Iterable, Mapping
 
 from lahar.quantity import QuantityFormat, format_quantity, to_milli, to_units
 
@@ -51,21 +51,21 @@ __all__ = [
     "whole_below_exact",
 ]
 
-MIN_RESOURCE = 0.1
-MAX_FLOAT = sys.float_info.max
-MAX_INT64 = float(2**63 - 1)
+MIN_RESOURCE: Final = 0.1
+MAX_FLOAT: Final = sys.float_info.max
+MAX_INT64: Final = float(2**63 - 1)
 # A float holds every whole number below this: sums of such values are exact in any order, and
 # taking a value away undoes adding it (totals kept up as things come and go rely on it)
 EXACT_SUMS_BELOW = 2.0**53
 
-CPU = "cpu"
-MEMORY = "memory"
-PODS = "pods"
-GPU = "nvidia.com/gpu"
-EPHEMERAL_STORAGE = "ephemeral-storage"
+CPU: Final = "cpu"
+MEMORY: Final = "memory"
+PODS: Final = "pods"
+GPU: Final = "nvidia.com/gpu"
+EPHEMERAL_STORAGE: Final = "ephemeral-storage"
 
 # Scalar dimensions that some rules skip (Volcano's ignoredScalarResources).
-_IGNORED_SCALARS = frozenset({PODS})
+_IGNORED_SCALARS: Final = frozenset({PODS})
 
 
 class Dim(IntEnum):
@@ -604,7 +604,7 @@ def share(left: float, right: float) -> float:
 
 
 _REQUEST_IDS: dict[tuple, int] = {}
-_NEXT_REQUEST_ID = itertools.count()
+_NEXT_REQUEST_ID: Final = itertools.count()
 
 
 def request_id(res: Resource) -> int:

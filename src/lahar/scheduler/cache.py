@@ -24,7 +24,7 @@ from lahar.scheduler.api import BOUND, FAILED, PENDING, RELEASING, RUNNING, SUCC
 
 __all__ = ["ClusterState", "task_from_pod", "job_from_podgroup", "node_from_object", "parse_time", "format_time"]
 
-_CRITICAL_CLASSES = ("system-cluster-critical", "system-node-critical")
+_CRITICAL_CLASSES: Final = ("system-cluster-critical", "system-node-critical")
 
 
 def format_time(seconds: float) -> str:
@@ -331,5 +331,5 @@ def _session_copy(job: JobInfo) -> JobInfo:
     return twin
 
 
-_FIELDS = tuple(f.name for f in fields(ClusterState))
+_FIELDS: Final = tuple(f.name for f in fields(ClusterState))
 _TERMINAL: Final = (SUCCEEDED, FAILED)

@@ -34,13 +34,13 @@ __all__ = ["Hidden", "Kind", "group", "hide", "settled", "reason_for", "PLUGINS"
 
 # Plugins whose answers about a waiting job read only its queue, priority, specs and tasks (and
 # its name and creation time for order alone)
-PLUGINS = frozenset({"priority", "gang", "conformance", "proportion", "drf", "predicates", "nodeorder", "binpack"})
+PLUGINS: Final = frozenset({"priority", "gang", "conformance", "proportion", "drf", "predicates", "nodeorder", "binpack"})
 # Reasons whose text names no job or task: a hidden job's reason is its first job's with its own uid
-REASONS = frozenset({"deserved"})
+REASONS: Final = frozenset({"deserved"})
 # What names a pod or podgroup rather than describing it: its arrival and run time in a replay,
 # its group's and its vcjob's name (no allowed plugin reads a pod's labels: inter-pod affinity
 # would make them part of what the scheduler reads)
-_NAMING = frozenset({"lahar.dev/at", "lahar.dev/duration", "scheduling.k8s.io/group-name", "scheduling.volcano.sh/group-name", "volcano.sh/job-name"})
+_NAMING: Final = frozenset({"lahar.dev/at", "lahar.dev/duration", "scheduling.k8s.io/group-name", "scheduling.volcano.sh/group-name", "volcano.sh/job-name"})
 # At most this many kinds are kept (a server's forecasts run simulations for months)
 KINDS_KEPT = 10_000
 

@@ -27,7 +27,7 @@ errors recorded per task; they never change a decision.
 
 from __future__ import annotations
 
-from typing import Any, Hashable
+from typing import Any, Final, Hashable
 
 from lahar.resources import Dim, Resource
 from lahar.scheduler.api import PENDING, PIPELINED, JobInfo, QueueInfo
@@ -76,7 +76,7 @@ def _reads_as(last: dict[str, Any], job: JobInfo, reason: dict[str, Any]) -> boo
     return last.get("job") == job.uid and last.get("queue") == job.queue
 
 
-_ABSENT = object()
+_ABSENT: Final = object()
 
 
 def _why(ssn: Session, job: JobInfo) -> dict[str, Any] | None:
@@ -233,7 +233,7 @@ class _DeservedParts:
 
 
 DESERVED_PARTS_KEPT = 10_000
-_DESERVED = _DeservedParts()
+_DESERVED: Final = _DeservedParts()
 
 
 def _pending_request(job: JobInfo) -> tuple[Resource, Hashable]:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from importlib import resources
-from typing import Any, Mapping
+from typing import Any, Final, Mapping
 
 import yaml
 
@@ -35,7 +35,7 @@ __all__ = [
 ]
 
 # internal flag name -> Volcano YAML key
-FLAGS = {
+FLAGS: Final = {
     "job_order": "enableJobOrder",
     "hierarchy": "enableHierarchy",
     "job_ready": "enableJobReady",
@@ -63,7 +63,7 @@ for _flag, _key in FLAGS.items():
     _KEY_TO_FLAG["enable" + _stem] = _flag
     _KEY_TO_FLAG["enabled" + _stem] = _flag
 
-KNOWN_ACTIONS = ("enqueue", "allocate", "backfill", "preempt", "reclaim")
+KNOWN_ACTIONS: Final = ("enqueue", "allocate", "backfill", "preempt", "reclaim")
 # Plugin names a configuration may use; ``lahar.scheduler.plugins.register`` adds to it.
 KNOWN_PLUGINS: list[str] = [
     "priority", "gang", "conformance", "proportion", "capacity", "overcommit", "drf",

@@ -12,13 +12,15 @@ Lahar argument: ``schedulableStates`` (see ``queueattr``).
 
 from __future__ import annotations
 
+from typing import Final
+
 from lahar.resources import MAX_INT64, Dim, Resource, exceeded_part, intersection, res_max
 from lahar.scheduler.api import JobInfo, QueueInfo, TaskInfo
 from lahar.scheduler.framework.session import ABSTAIN, EventHandler, PERMIT, REJECT, Session
 from lahar.scheduler.plugins.base import Plugin
 from lahar.scheduler.plugins.queueattr import QueueAttr, add_job, admits, capability_of, schedulable_states
 
-ROOT = "root"
+ROOT: Final = "root"
 
 
 def _update_share(attr: QueueAttr) -> None:

@@ -7,13 +7,15 @@ still no larger than the victim's.
 
 from __future__ import annotations
 
+from typing import Final
+
 from lahar.resources import MIN_RESOURCE, Resource, share
 from lahar.scheduler.api import TaskInfo
 from lahar.scheduler.framework.session import EventHandler, PERMIT, Session
 from lahar.scheduler.plugins.base import Plugin
 from lahar.scheduler.plugins.queueattr import JobPart, standing_part
 
-SHARE_DELTA = 0.000001
+SHARE_DELTA: Final = 0.000001
 
 
 def _copies_alike(held: Resource) -> bool:

@@ -8,13 +8,14 @@ session close every job that is not ready gets an ``Unschedulable`` condition sa
 from __future__ import annotations
 
 from functools import lru_cache
+from typing import Final
 
 from lahar.scheduler.api import PENDING, PIPELINED, RELEASING, JobInfo, TaskInfo, TaskStatus, scheduled_status
 from lahar.scheduler.framework.session import PERMIT, REJECT, Session
 from lahar.scheduler.plugins.base import Plugin
 
-UNSCHEDULABLE = "Unschedulable"
-SCHEDULED = "Scheduled"
+UNSCHEDULABLE: Final = "Unschedulable"
+SCHEDULED: Final = "Scheduled"
 
 
 class GangPlugin(Plugin):

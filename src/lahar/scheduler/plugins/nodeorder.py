@@ -8,6 +8,7 @@ arguments (``leastrequested.weight`` 1, ``mostrequested.weight`` 0, ``balancedre
 from __future__ import annotations
 
 import math
+from typing import Final
 
 import numpy as np
 
@@ -15,7 +16,7 @@ from lahar.scheduler.api import NodeInfo, TaskInfo
 from lahar.scheduler.framework.session import Session
 from lahar.scheduler.plugins.base import Plugin
 
-MAX_NODE_SCORE = 100
+MAX_NODE_SCORE: Final = 100
 
 
 def _fractions(task: TaskInfo, node: NodeInfo) -> tuple[tuple[float, float], tuple[float, float]]:

@@ -6,13 +6,15 @@ admitted when everything already admitted plus its ``minResources`` fits in ``id
 
 from __future__ import annotations
 
+from typing import Final
+
 from lahar.resources import Resource
 from lahar.scheduler.api import JobInfo
 from lahar.scheduler.framework.session import PERMIT, REJECT, Session
 from lahar.scheduler.plugins.base import Plugin
 from lahar.scheduler.plugins.queueattr import add_inqueue
 
-DEFAULT_FACTOR = 1.2
+DEFAULT_FACTOR: Final = 1.2
 
 
 class OvercommitPlugin(Plugin):

@@ -8,6 +8,7 @@ Resource fit itself is checked by the actions, against ``FutureIdle``.
 from __future__ import annotations
 
 import json
+from typing import Final
 
 import numpy as np
 
@@ -15,10 +16,10 @@ from lahar.scheduler.api import FitError, NodeInfo, PredicateError, StatusCode, 
 from lahar.scheduler.framework.session import Session
 from lahar.scheduler.plugins.base import Plugin
 
-POD_NUMBER_EXCEEDED = "node(s) pod number exceeded"
-UNSCHEDULABLE_NODE = "node(s) were unschedulable"
-SELECTOR_MISMATCH = "node(s) didn't match Pod's node affinity/selector"
-UNTOLERATED_TAINT = "node(s) had untolerated taint"
+POD_NUMBER_EXCEEDED: Final = "node(s) pod number exceeded"
+UNSCHEDULABLE_NODE: Final = "node(s) were unschedulable"
+SELECTOR_MISMATCH: Final = "node(s) didn't match Pod's node affinity/selector"
+UNTOLERATED_TAINT: Final = "node(s) had untolerated taint"
 
 
 class PredicatesPlugin(Plugin):

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import Final
 
 from lahar.resources import EXACT_SUMS_BELOW, MAX_FLOAT, MIN_RESOURCE, Dim, Resource, share
 from lahar.scheduler.api import PENDING, SUCCEEDED, JobInfo
@@ -38,7 +39,7 @@ __all__ = [
     "update_share",
 ]
 
-_INFINITE = float(Dim.INFINITY)  # a scalar that reads as unlimited (Volcano's -1), as a float
+_INFINITE: Final = float(Dim.INFINITY)  # a scalar that reads as unlimited (Volcano's -1), as a float
 
 
 @dataclass
@@ -153,7 +154,7 @@ class JobPart:
 
 
 _PARTS: dict[tuple, JobPart] = {}
-_PARTS_KEPT = 4096  # distinct parts interned at most (then the table starts again)
+_PARTS_KEPT: Final = 4096  # distinct parts interned at most (then the table starts again)
 
 
 def job_part(job: JobInfo) -> JobPart | None:
@@ -316,7 +317,7 @@ class PartTally:
         self._last, self._run = None, 0
 
 
-_FIRST_HOLDERS = 64  # with no part among a session's first holders, the totals are added one by one
+_FIRST_HOLDERS: Final = 64  # with no part among a session's first holders, the totals are added one by one
 
 
 def allocations_by_parts(jobs: Iterable[JobInfo], totals: dict[str, Resource]) -> dict[str, None] | None:

@@ -12,13 +12,14 @@ or, lacking that, the plugin argument of the same name (Go durations such as ``1
 from __future__ import annotations
 
 import math
+from typing import Final
 
 from lahar.duration import DurationError, parse_duration
 from lahar.scheduler.api import JobInfo
 from lahar.scheduler.framework.session import ABSTAIN, PERMIT, Session
 from lahar.scheduler.plugins.base import Plugin
 
-WAITING_TIME = "sla-waiting-time"
+WAITING_TIME: Final = "sla-waiting-time"
 
 
 def _positive_duration(value: object) -> float | None:
