@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from lahar.scheduler import api
 from lahar.scheduler.api import JobInfo
 from lahar.scheduler.cache import ClusterState
 from lahar.scheduler.cycle import run_cycle
@@ -70,6 +71,7 @@ def checked(monkeypatch):
                 assert _fingerprint(twin) == _fingerprint(fresh), uid
                 assert _shared(twin, self.jobs[uid]) == _shared(fresh, self.jobs[uid]), uid
             assert twin is not self.jobs[uid]
+            assert api.NO_CONDITIONS == []  # shared by copies without conditions: never filled in place
             assert all(task is not self.tasks.get(task.key) for task in twin.tasks.values())
         on_nodes = {id(task) for node in node_list for task in node.tasks.values()}
         for twin in jobs.values():

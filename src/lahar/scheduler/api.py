@@ -99,6 +99,9 @@ _NOT_VALID: Final = (RELEASING, FAILED, UNKNOWN)  # every status not in _VALID
 assert set(_VALID) | set(_NOT_VALID) == set(TaskStatus) and not set(_VALID) & set(_NOT_VALID)
 _READY: Final = (BOUND, BINDING, RUNNING, ALLOCATED, SUCCEEDED)
 _READY_SET: Final = frozenset(_READY)
+# A session copy's conditions when it has none (``JobInfo.refresh``): one list for all, never
+# changed in place (as no list of conditions is: ``JobInfo.set_condition`` makes a new one)
+NO_CONDITIONS: Final[list[dict[str, Any]]] = []
 
 
 def allocated_status(status: TaskStatus) -> bool:
@@ -596,21 +599,21 @@ class JobInfo:
         but those that hold what it worked out from the copy's own tasks, each with the
         ``changes`` it was worked out at (``facts``; ``part``, with the phase too)."""
         twin.phase, twin.job_fit_errors, twin.reason = self.phase, self.job_fit_errors, self.reason
-        # an empty map or list is kept as it is (the usual case in a backlog): no one fills one
-        # in place that a session handed on (``set_condition`` makes a new list), and whoever
-        # holds the copy holds this very session's copy anyway
+        # an empty map is kept as it is (the usual case in a backlog): no one fills one in place
+        # that a session handed on, and whoever holds the copy holds this very session's copy
+        # anyway; no conditions are the one empty list ``NO_CONDITIONS`` (no one changes a list
+        # of conditions in place: ``set_condition`` makes a new one)
         if twin.fit_errors:
             twin.fit_errors = {}
         if twin.hidden_behind:
             twin.hidden_behind = ""
-        if self.conditions:
-            twin.conditions = [dict(c) for c in self.conditions]
-        elif twin.conditions:
-            twin.conditions = []
+        twin.conditions = [dict(c) for c in self.conditions] if self.conditions else NO_CONDITIONS
         return twin
 
     def set_condition(self, condition: dict[str, Any]) -> None:
-        """Put ``condition`` in place of the job's condition of its type (after its others)."""
+        """Put ``condition`` in place of the job's condition of its type (after its others), in
+        a new list: a list of conditions may be shared (``refresh``; a look-alike's outcome)
+        and is never changed in place."""
         if not self.conditions:  # the usual case: a session copy starts with none
             self.conditions = [condition]
             return

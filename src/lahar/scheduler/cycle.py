@@ -218,8 +218,11 @@ def _hidden_outcome(
     reason = reasons.of(job.uid, first.reason, last, made_from)
     if reason is None:
         return None
-    for condition in first_conditions:
-        job.set_condition(condition)
+    if not job.conditions:  # the usual case: the run's look-alikes share the list (never changed in place)
+        job.conditions = first_conditions
+    else:
+        for condition in first_conditions:
+            job.set_condition(condition)
     job.phase = first.phase
     outcome = JobOutcome(first.phase, job.queue, job.conditions, reason, 0, 0, 0, first.reason)
     outcome.reason_part = first.reason_part  # its reason reads as its first job's but for the job: made of the same part
