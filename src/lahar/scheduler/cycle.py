@@ -12,7 +12,7 @@ import gc
 import math
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from lahar.resources import Resource
 from lahar.scheduler.actions import ACTIONS
@@ -152,7 +152,10 @@ def _close(ssn: Session, previous: dict[str, JobOutcome] | None, hidden: Hidden 
     acted = ssn.jobs  # the jobs the actions saw: a hidden job holds nothing (every task waits)
     if hidden is not None:
         ssn.jobs = hidden.every
-    outcomes: dict[str, JobOutcome] = {}
+    # every job's key in session order at once (a copy of a dict built by insertion only is a
+    # block copy), each value then replaced by the job's outcome below: a dict grown key by
+    # key costs several times as much per key
+    outcomes = cast("dict[str, JobOutcome]", ssn.jobs.copy())
     changed: list[str] = []
     reasons = HiddenReasons()
     seen_first = ""  # the last hidden job's first job, its outcome and the conditions this session wrote for it: look-alikes mostly come together
