@@ -23,6 +23,7 @@ with any other plugin enabled nothing is hidden.
 
 from __future__ import annotations
 
+import itertools
 import json
 from typing import Any, Final
 
@@ -49,10 +50,14 @@ class Kind:
     """One kind of look-alike waiting job: what the actions read of it (queue, priority, the
     podgroup and pods less their names). One object per kind, so jobs are grouped by identity."""
 
-    __slots__ = ("description",)
+    __slots__ = ("description", "grouped")
 
     def __init__(self, description: tuple) -> None:
         self.description = description
+        # the ``group`` call that last met the kind (its number) and the kind's first job there:
+        # an attribute read where a map of kinds would be a lookup per job; one pair, read and
+        # written at once (sessions in other threads group the same kinds)
+        self.grouped: tuple[int, _Group | None] = (-1, None)
 
 
 class _Kinds:
@@ -76,7 +81,8 @@ class _Kinds:
         return found
 
 
-_KINDS: Final = _Kinds()  # Final: compiled, a static read without a lookup in the module's names
+_KINDS: Final = _Kinds()
+_GROUPINGS: Final = itertools.count()  # numbers each ``group`` call (``Kind.grouped``)  # Final: compiled, a static read without a lookup in the module's names
 
 
 class Hidden:
@@ -112,17 +118,20 @@ def group(ssn: Session) -> Hidden | None:
     instead of job by job. None when nothing was set aside."""
     if not _plugins_known(ssn):
         return None
-    groups: dict[Kind, _Group] = {}
+    groups: list[_Group] = []
+    grouping = next(_GROUPINGS)
     count = 0
     shown: dict[str, JobInfo] = {}
     every = ssn.jobs
     for uid, job in every.items():
         kind = _kind_of_waiting(ssn, job, known_only=True)
         if kind is not None:
-            found = groups.get(kind)
-            if found is None:
+            met, found = kind.grouped
+            if met != grouping or found is None:
                 # the queue is the kind's: asked of its first job (room for none when not Open)
-                groups[kind] = _Group(uid, lookalikes_room(job) if _queue_open(ssn, job) else 0)
+                found = _Group(uid, lookalikes_room(job) if _queue_open(ssn, job) else 0)
+                kind.grouped = (grouping, found)
+                groups.append(found)
             elif found.count < found.room:
                 found.count += 1
                 job.hidden_behind = found.first
@@ -131,7 +140,7 @@ def group(ssn: Session) -> Hidden | None:
         shown[uid] = job
     if not count:
         return None
-    ssn.hidden_counts = {found.first: found.count for found in groups.values() if found.count}
+    ssn.hidden_counts = {found.first: found.count for found in groups if found.count}
     ssn.jobs = shown
     return Hidden(every, count, set(ssn.hidden_counts))
 
