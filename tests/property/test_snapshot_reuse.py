@@ -170,7 +170,6 @@ def test_a_snapshot_lists_jobs_in_key_order_as_they_come_and_go():
     assert list(state.snapshot()[0]) == ["default/a", "default/b", "default/c", "default/k", "default/m", "default/z"]
 
 
-
 def test_a_snapshot_reads_the_jobs_as_they_are_now_whatever_came_and_went():
     """The jobs kept in key order beside the keys (``ClusterState.job_list``) follow every
     podgroup added, replaced (a new job under the same key) and dropped: each snapshot copies

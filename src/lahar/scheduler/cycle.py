@@ -158,7 +158,9 @@ def _close(ssn: Session, previous: dict[str, JobOutcome] | None, hidden: Hidden 
     outcomes = cast("dict[str, JobOutcome]", ssn.jobs.copy())
     changed: list[str] = []
     reasons = HiddenReasons()
-    seen_first = ""  # the last hidden job's first job, its outcome and the conditions this session wrote for it: look-alikes mostly come together
+    # the last hidden job's first job, its outcome and the conditions this session wrote for
+    # it: look-alikes mostly come together in session order
+    seen_first = ""
     first_outcome: JobOutcome | None = None
     first_conditions: list[dict[str, Any]] = []
     for job in ssn.jobs.values():
@@ -213,10 +215,11 @@ def _hidden_outcome(
     phase (``podgroup_phase`` reads the same phase, counts, minMember and, with no task
     running, nothing else), the conditions the plugins wrote this session for its first job
     (``first_conditions``; gang's: the same task counts and no fit error give the same
-    message) beside its own of other types, no pod running, ended or failed (every task waits), and the first job's
-    reason with its own uid (``before``'s, the job's last outcome, when that reads the same:
-    ``HiddenReasons``); None when that reason may name the job. The condition objects are its
-    first job's own (no one changes a condition or a reason in place: a new one replaces it)."""
+    message) beside its own of other types, no pod running, ended or failed (every task
+    waits), and the first job's reason with its own uid (``before``'s, the job's last outcome,
+    when that reads the same: ``HiddenReasons``); None when that reason may name the job. The
+    condition objects are its first job's own (no one changes a condition or a reason in
+    place: a new one replaces it)."""
     last, made_from = (before.reason, before.shared_reason) if before is not None else (None, None)
     reason = reasons.of(job.uid, first.reason, last, made_from)
     if reason is None:

@@ -81,8 +81,8 @@ class _Kinds:
         return found
 
 
-_KINDS: Final = _Kinds()
-_GROUPINGS: Final = itertools.count()  # numbers each ``group`` call (``Kind.grouped``)  # Final: compiled, a static read without a lookup in the module's names
+_KINDS: Final = _Kinds()  # Final: compiled, a static read without a lookup in the module's names
+_GROUPINGS: Final = itertools.count()  # numbers each ``group`` call (``Kind.grouped``)
 
 
 class Hidden:
