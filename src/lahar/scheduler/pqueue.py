@@ -86,15 +86,18 @@ class KeyedQueue(Generic[T]):
     It pops in the order of a ``PriorityQueue`` whose comparator is ``key(l) < key(r)`` as long
     as no entry's key changes while it is inside (a popped entry pushed back gets its key
     anew), and keys are unique: a heap under a strict total order always pops its smallest
-    entry, whatever its layout. The keys are compared in C (``heapq``); they must never be
-    equal, so that the entries themselves are never compared.
+    entry, whatever its layout. The keys are tuples, compared in C (``heapq``); they must never
+    be equal, so that the entries themselves are never compared. Each entry is kept as its
+    key's values followed by the entry, one flat tuple: a key tuple inside a pair would be
+    compared twice per comparison of pairs (first for equality, then for order), every value
+    of it up to the first that differs each time.
     """
 
     __slots__ = ("_items", "_key")
 
-    def __init__(self, key: Callable[[T], Any], items: Iterable[T] = ()) -> None:
+    def __init__(self, key: Callable[[T], tuple], items: Iterable[T] = ()) -> None:
         self._key = key
-        self._items: list[tuple[Any, T]] = [(key(item), item) for item in items]
+        self._items: list[tuple] = [key(item) + (item,) for item in items]
         heapq.heapify(self._items)
 
     def __len__(self) -> int:
@@ -104,17 +107,17 @@ class KeyedQueue(Generic[T]):
         return not self._items
 
     def push(self, item: T) -> None:
-        heapq.heappush(self._items, (self._key(item), item))
+        heapq.heappush(self._items, self._key(item) + (item,))
 
     def pop(self) -> T:
-        return heapq.heappop(self._items)[1]
+        return heapq.heappop(self._items)[-1]
 
     def peek(self) -> T:
-        return self._items[0][1]
+        return self._items[0][-1]
 
     def entries(self) -> list[T]:
         """Every entry, in no particular order (the queue is left as it is)."""
-        return [item for _, item in self._items]
+        return [entry[-1] for entry in self._items]
 
     def drain(self) -> list[T]:
         """Every entry, popped in order (the queue is left empty)."""
