@@ -27,13 +27,16 @@ from lahar.scheduler.framework.statement import Statement
 from lahar.scheduler.pqueue import KeyedQueue, PriorityQueue, pop_order
 
 JobHeap = PriorityQueue[JobInfo] | KeyedQueue[JobInfo]
+# A job's pending tasks in allocate: the list it came with until the job first comes up, then a
+# heap of them in task order (``_worksheet``)
+Worksheet = PriorityQueue[TaskInfo] | list[TaskInfo]
 
 
 def execute(ssn: Session) -> None:
     cache_errors = ssn.action_arguments("allocate").get_bool("predicateErrorCacheEnable", True)
     queues, waiting = _build_context(ssn)
     jobs_by_queue: dict[str, JobHeap] = {}
-    worksheets: dict[str, PriorityQueue[TaskInfo]] = {}
+    worksheets: dict[str, Worksheet] = {}
     placed: set[str] = set()  # queues that placed or reserved tasks since their last turn
     while not queues.empty():
         queue = queues.pop()
@@ -53,7 +56,7 @@ def execute(ssn: Session) -> None:
             if _refuses_the_rest(ssn, queue, jobs, worksheets):
                 continue
         job = jobs.pop()
-        tasks = worksheets[job.uid]
+        tasks = _worksheet(ssn, worksheets, job.uid)
         stmt = allocate_tasks(ssn, job, tasks, cache_errors)
         if stmt is not None:
             placed.add(queue.uid)
@@ -97,12 +100,12 @@ def _refused_throughout(ssn: Session, queue: QueueInfo, entries: list[tuple[JobI
     return True
 
 
-def _refuses_the_rest(ssn: Session, queue: QueueInfo, jobs: JobHeap, worksheets: dict[str, PriorityQueue[TaskInfo]]) -> bool:
+def _refuses_the_rest(ssn: Session, queue: QueueInfo, jobs: JobHeap, worksheets: dict[str, Worksheet]) -> bool:
     """``_refused_throughout`` for the jobs and tasks the queue still has waiting, asked only when
     the next task to come up is refused (else the queue places it, or tries, as it is)."""
-    if ssn.allocatable(queue, worksheets[jobs.peek().uid].peek()):
+    if ssn.allocatable(queue, _worksheet(ssn, worksheets, jobs.peek().uid).peek()):
         return False
-    return _refused_throughout(ssn, queue, [(job, worksheets[job.uid].entries()) for job in jobs.entries()])
+    return _refused_throughout(ssn, queue, [(job, _waiting_tasks(worksheets[job.uid])) for job in jobs.entries()])
 
 
 def _build_context(ssn: Session) -> tuple[PriorityQueue[QueueInfo], dict[str, list[tuple[JobInfo, list[TaskInfo]]]]]:
@@ -139,11 +142,29 @@ def _build_context(ssn: Session) -> tuple[PriorityQueue[QueueInfo], dict[str, li
     return queues, waiting
 
 
-def _job_heap(ssn: Session, entries: list[tuple[JobInfo, list[TaskInfo]]], worksheets: dict[str, PriorityQueue[TaskInfo]]) -> JobHeap:
+def _job_heap(ssn: Session, entries: list[tuple[JobInfo, list[TaskInfo]]], worksheets: dict[str, Worksheet]) -> JobHeap:
     jobs = ssn.job_heap(job for job, _ in entries)  # a job changes only while popped
     for job, tasks in entries:
-        worksheets[job.uid] = PriorityQueue(ssn.task_order_fn, tasks)
+        worksheets[job.uid] = tasks  # its heap made when the job first comes up (``_worksheet``)
     return jobs
+
+
+def _worksheet(ssn: Session, worksheets: dict[str, Worksheet], uid: str) -> PriorityQueue[TaskInfo]:
+    """The job's pending tasks as a heap in task order, made the first time the job comes up: a
+    deep backlog's queue mostly places a job or two and then refuses the rest, whose heaps
+    would never be used. Made then, it pops as one made when the action began: the tasks of a
+    job that has not come up have not changed."""
+    found = worksheets[uid]
+    if isinstance(found, list):
+        heap: PriorityQueue[TaskInfo] = PriorityQueue(ssn.task_order_fn, found)
+        worksheets[uid] = heap
+        return heap
+    return found
+
+
+def _waiting_tasks(worksheet: Worksheet) -> list[TaskInfo]:
+    """The tasks still in a worksheet, in no particular order."""
+    return worksheet if isinstance(worksheet, list) else worksheet.entries()
 
 
 def allocate_tasks(ssn: Session, job: JobInfo, tasks: PriorityQueue[TaskInfo], cache_errors: bool = True) -> Statement | None:
