@@ -64,10 +64,11 @@ def test_a_backlog_replayed_with_lookalikes_hidden_is_the_same_cycle_by_cycle(mo
 
 @pytest.mark.python_source
 def test_the_replay_takes_both_ways_hidden_and_again_in_full(monkeypatch):
-    """The shortcut is taken (jobs hidden, the cycle settled) and refused (the actions moved a
-    task: the cycle runs again in full); each way is exercised by the replay above, and most
-    hidden jobs are set aside before the plugins open (counted at once by proportion)."""
-    taken = {"hidden": 0, "grouped": 0, "settled": 0, "again": 0}
+    """The shortcut is taken (jobs hidden, the cycle settled, also with jobs bound) and refused
+    (the actions moved a task: the cycle runs again in full); each way is exercised by the
+    replay above, and most hidden jobs are set aside before the plugins open (counted at once by
+    proportion)."""
+    taken = {"hidden": 0, "grouped": 0, "settled": 0, "again": 0, "settled with binds": 0}
     hide, group, settled = cycle.hide, cycle.group, cycle.settled
 
     def counted_group(ssn):
@@ -83,6 +84,7 @@ def test_the_replay_takes_both_ways_hidden_and_again_in_full(monkeypatch):
     def counted_settled(ssn, found):
         answer = settled(ssn, found)
         taken["settled" if answer else "again"] += 1
+        taken["settled with binds"] += 1 if answer and ssn.decisions else 0
         return answer
 
     monkeypatch.setattr(cycle, "group", counted_group)
@@ -90,6 +92,7 @@ def test_the_replay_takes_both_ways_hidden_and_again_in_full(monkeypatch):
     monkeypatch.setattr(cycle, "settled", counted_settled)
     _replay("3 x cpu=64,memory=512Gi,gpu=8", True, monkeypatch)
     assert taken["hidden"] > 1000 and taken["settled"] > 50 and taken["again"] > 0, taken
+    assert taken["settled with binds"] > 10, taken  # look-alikes shown after a placement (``show_next``)
     assert taken["grouped"] > 500, taken  # most of them set aside before the plugins opened
 
 
@@ -122,9 +125,9 @@ def test_the_cycle_after_one_that_decided_hides_lookalikes_too(monkeypatch):
     assert hid > 0 and again < len(after_decision) // 10, (hid, again, len(after_decision))
 
 
-def _backlog(extra: list | None = None, held: int = 8) -> ClusterState:
+def _backlog(extra: list | None = None, held: int = 8, created: dict[str, str] | None = None) -> ClusterState:
     """One 8-GPU node where queue a's running job holds ``held`` GPUs; queue a waits with three
-    1-GPU jobs alike."""
+    1-GPU jobs alike (``created``: a podgroup's creation time, by job name)."""
     objects = [
         queue("a").weight(1).build(),
         queue("b").weight(1).build(),
@@ -133,7 +136,10 @@ def _backlog(extra: list | None = None, held: int = 8) -> ClusterState:
         pod("run-0").requests(gpu=held).group("run").on("n1").build(),
     ]
     for name in ("w1", "w2", "w3"):
-        objects += [podgroup(name).queue("a").min_member(1).phase("Inqueue").build(), pod(f"{name}-0").requests(gpu=1).group(name).build()]
+        group = podgroup(name).queue("a").min_member(1).phase("Inqueue").manifest()
+        if created and name in created:
+            group["metadata"]["creationTimestamp"] = created[name]
+        objects += [PodGroup.model_validate(group), pod(f"{name}-0").requests(gpu=1).group(name).build()]
     return ClusterState.from_objects(objects + (extra or []))
 
 
@@ -148,17 +154,103 @@ def test_jobs_alike_but_their_names_are_hidden_behind_the_first():
 
 @pytest.mark.parametrize("held", [8, 6, 4])
 def test_a_cycle_with_lookalikes_hidden_decides_as_one_looking_at_every_job(held):
-    """Room for none, two or all three of the waiting jobs: where the first one is placed the
-    cycle runs again in full, and every job alike is placed as the long way places it."""
+    """Room for none, two or all three of the waiting jobs: each job placed shows the next one
+    of its kind to allocate (``show_next``), and every job alike is placed as the long way
+    places it, without running the cycle again."""
     conf = load_config(default_config_text())
     short = run_cycle(_backlog(held=held), conf, lookalikes=True)
     long = run_cycle(_backlog(held=held), conf, lookalikes=False)
+    assert not short.lookalikes_ran_again and short.lookalikes_hidden == max(2 - (8 - held), 0)
     assert [(d.type, d.task, d.node) for d in short.decisions] == [(d.type, d.task, d.node) for d in long.decisions]
     assert len(long.of_type("bind")) == min(8 - held, 3)
     assert {uid: (o.phase, o.reason, repr(o.conditions)) for uid, o in short.jobs.items()} == {uid: (o.phase, o.reason, repr(o.conditions)) for uid, o in long.jobs.items()}
     # the queues' totals, summed over the jobs the actions saw when some were hidden (they hold nothing)
     assert {name: list(res.dims()) for name, res in short.queue_allocated.items()} == {name: list(res.dims()) for name, res in long.queue_allocated.items()}
     assert any(not res.is_empty() for res in short.queue_allocated.values())  # the running job's GPUs
+
+
+def _same_results(short, long) -> None:
+    assert [(d.type, d.task, d.node) for d in short.decisions] == [(d.type, d.task, d.node) for d in long.decisions]
+    assert {uid: (o.phase, o.reason, repr(o.conditions)) for uid, o in short.jobs.items()} == {uid: (o.phase, o.reason, repr(o.conditions)) for uid, o in long.jobs.items()}
+    assert short.changed == long.changed
+
+
+def test_a_cycle_that_places_a_first_job_keeps_the_rest_hidden_when_its_queue_then_refuses_them():
+    """One GPU free: the first job is placed and its queue is then at its share. Its next
+    look-alike is shown to allocate, which refuses it, and the last one stays hidden behind it:
+    the cycle does not run again, and decides and explains as the long way."""
+    conf = load_config(default_config_text())
+    short = run_cycle(_backlog(held=7), conf, lookalikes=True)
+    long = run_cycle(_backlog(held=7), conf, lookalikes=False)
+    assert [d.task for d in short.of_type("bind")] == ["default/w1-0"]
+    assert not short.lookalikes_ran_again and short.lookalikes_hidden == 1
+    _same_results(short, long)
+    assert short.session.lookalikes is None  # let go with the actions: a saved replay pickles its last result
+    assert short.jobs["default/w3"].reason["kind"] == "deserved"
+
+
+def test_a_first_job_placed_ahead_of_an_earlier_lookalike_runs_the_cycle_again():
+    """w3 was created first, so the long way places it, not w1 (the first in session order):
+    the cycle runs again in full and places w3."""
+    conf = load_config(default_config_text())
+    created = {"w1": "2026-01-01T00:00:02Z", "w2": "2026-01-01T00:00:03Z", "w3": "2026-01-01T00:00:01Z"}
+    short = run_cycle(_backlog(held=7, created=created), conf, lookalikes=True)
+    long = run_cycle(_backlog(held=7, created=created), conf, lookalikes=False)
+    assert [d.task for d in long.of_type("bind")] == ["default/w3-0"]
+    assert short.lookalikes_ran_again
+    _same_results(short, long)
+
+
+def test_the_lookalike_shown_after_a_placement_is_the_earliest_of_those_left():
+    """Two GPUs free; w3 was created before w2: the long way places w1, then w3. So does the
+    cycle with w2 and w3 hidden, showing w3 once w1 is placed, without running again."""
+    conf = load_config(default_config_text())
+    created = {"w1": "2026-01-01T00:00:00Z", "w2": "2026-01-01T00:00:02Z", "w3": "2026-01-01T00:00:01Z"}
+    short = run_cycle(_backlog(held=6, created=created), conf, lookalikes=True)
+    long = run_cycle(_backlog(held=6, created=created), conf, lookalikes=False)
+    assert [d.task for d in long.of_type("bind")] == ["default/w1-0", "default/w3-0"]
+    assert not short.lookalikes_ran_again
+    _same_results(short, long)
+
+
+def test_a_placement_in_a_queue_whose_kind_has_an_earlier_lookalike_hidden_runs_the_cycle_again():
+    """Another job of queue a (x, created before w1 but after w3) takes the free GPU where the
+    long way gives it to w3, hidden behind w1 (the first in session order) though created
+    first: the cycle runs again in full."""
+    conf = load_config(default_config_text())
+    created = {"w1": "2026-01-01T00:00:02Z", "w2": "2026-01-01T00:00:03Z", "w3": "2026-01-01T00:00:00Z"}
+    other = podgroup("x").queue("a").min_member(1).phase("Inqueue").manifest()
+    other["metadata"]["creationTimestamp"] = "2026-01-01T00:00:01Z"
+    extra = [PodGroup.model_validate(other), pod("x-0").requests(gpu=1, cpu=1).group("x").build()]
+    short = run_cycle(_backlog(extra, held=7, created=created), conf, lookalikes=True)
+    long = run_cycle(_backlog(extra, held=7, created=created), conf, lookalikes=False)
+    assert [d.task for d in long.of_type("bind")] == ["default/w3-0"]
+    assert short.lookalikes_ran_again
+    _same_results(short, long)
+
+
+def test_a_lookalike_shown_on_the_way_is_a_job_of_every_plugin():
+    """drf keeps its own map of the session's jobs from when the plugins opened: a look-alike
+    set aside before then and shown by ``show_next`` is in it (an allocation to count, 0 held)."""
+    conf = load_config(default_config_text())
+    state = _backlog(held=7)
+    run_cycle(state, conf, lookalikes=True)  # describes w2 and w3 (w1, placed there, is taken afresh)
+    ssn = cycle._new_session(state, conf, 0.0, "cycle-1", True)
+    grouped = lookalikes.group(ssn)
+    assert grouped is not None and grouped.first_of == {"default/w3": "default/w2"}
+    cycle._open_plugins(ssn)
+    ssn.lookalikes = lookalikes.hide(ssn, grouped)
+    drf = ssn.plugins["drf"]
+    assert drf._allocated("default/w3") is None  # not a job of drf's
+    placed = ssn.jobs["default/w2"]
+    for task in placed.tasks.values():  # as if w2 was placed: a is at its share
+        ssn.queue_attrs["a"].allocated.add(task.resreq)
+    ssn.plugins["proportion"]._answers.clear()
+    shown = lookalikes.show_next(ssn, placed)
+    assert shown is not None and shown.uid == "default/w3" and not ssn.hidden_inexact
+    assert "default/w3" in ssn.jobs and shown.hidden_behind == "" and ssn.lookalikes.revealed == ["default/w3"]
+    held = drf._allocated("default/w3")
+    assert held is not None and held.is_empty()
 
 
 def test_a_job_that_differs_in_its_pod_spec_is_not_hidden():

@@ -158,6 +158,12 @@ def _close(ssn: Session, previous: dict[str, JobOutcome] | None, hidden: Hidden 
     outcomes = cast("dict[str, JobOutcome]", ssn.jobs.copy())
     changed: list[str] = []
     reasons = HiddenReasons()
+    # the outcomes of look-alikes shown to the actions on the way (``lookalikes.show_next``),
+    # before any job hidden behind one of them needs it (it may come first in session order)
+    early: dict[str, JobOutcome] = {}
+    if hidden is not None:
+        for uid in hidden.revealed:
+            early[uid] = _outcome(ssn, ssn.jobs[uid], previous.get(uid) if previous is not None else None)
     # the last hidden job's first job, its outcome and the conditions this session wrote for
     # it: look-alikes mostly come together in session order
     seen_first = ""
@@ -167,10 +173,12 @@ def _close(ssn: Session, previous: dict[str, JobOutcome] | None, hidden: Hidden 
         first = job.hidden_behind if hidden is not None else ""
         before = previous.get(job.uid) if previous is not None else None
         if not first:
-            outcome = outcomes[job.uid] = _outcome(ssn, job, before)
+            made = early.get(job.uid) if early else None
+            outcome = outcomes[job.uid] = made if made is not None else _outcome(ssn, job, before)
         else:
             if first != seen_first or first_outcome is None:
-                seen_first, first_outcome = first, outcomes[first]
+                made = early.get(first) if early else None
+                seen_first, first_outcome = first, made if made is not None else outcomes[first]
                 first_conditions = [c for c in ssn.jobs[first].conditions if c.get("transitionID") == ssn.uid]
             found = _hidden_outcome(ssn, job, first_conditions, first_outcome, before, reasons)
             if found is None:
@@ -264,15 +272,18 @@ def run_cycle(
 def _cycle_with_lookalikes_hidden(
     state: ClusterState, conf: SchedulerConf, now: float, uid: str, columnar: bool, previous: dict[str, JobOutcome] | None
 ) -> CycleResult | None:
-    """The cycle with look-alike waiting jobs hidden from the actions; None when it must run again without."""
+    """The cycle with look-alike waiting jobs hidden from the actions; None when it must run
+    again without. Decisions of any action but allocate end the try at once."""
     ssn = _new_session(state, conf, now, uid, columnar)
     grouped = group(ssn)  # look-alikes described in earlier cycles: proportion counts them at once
     _open_plugins(ssn)
-    hidden = hide(ssn, grouped)
+    hidden = ssn.lookalikes = hide(ssn, grouped)
     for action in conf.actions:
+        decided = len(ssn.decisions)
         ACTIONS[action](ssn)
-        if hidden is not None and ssn.decisions:
-            break  # it will run again: the rest would be spent for nothing
+        if hidden is not None and (ssn.hidden_inexact or (action != "allocate" and len(ssn.decisions) > decided)):
+            ssn.hidden_inexact = True  # only allocate's binds are followed (``settled``): it will run again
+            break  # the rest would be spent for nothing
     if hidden is None:
         return close_session(ssn, previous)
     if not settled(ssn, hidden):

@@ -11,11 +11,16 @@ the first one only. Jobs whose kind an earlier cycle described are set aside soo
 times the first job's part (``queueattr.add_lookalikes``, exact while every value is a whole
 number and the totals stay below 2**53; past that ``settled`` says no).
 
-``settled`` tells, once the actions are done, whether the shortcut held: nothing was decided,
-and each first job still waits with every task pending, without fit errors. The close then
-gives each hidden job its first job's phase, reason (the ``deserved`` reason names the queue and
-the request, never the job) and this session's conditions. When the shortcut did not hold the
-caller runs the cycle again the long way.
+A cycle after a task ended mostly binds a job or two and refuses the rest: when allocate binds
+a kind's first job, ``show_next`` shows the kind's next job (in job order) to the actions, where
+the long way has it waiting in the queue's heap, and the others wait behind that one.
+
+``settled`` tells, once the actions are done, whether the shortcut held: nothing was decided but
+allocate's binds, no other task moved, each first job still waits with every task pending,
+without fit errors, and where something was bound each first job comes first of its kind in
+job order. The close then gives each hidden job its first job's phase, reason (the ``deserved``
+reason names the queue and the request, never the job) and this session's conditions. When the
+shortcut did not hold the caller runs the cycle again the long way.
 
 Only the default plugins are known to read nothing of a job but its specs and tasks (``PLUGINS``):
 with any other plugin enabled nothing is hidden.
@@ -31,7 +36,7 @@ from lahar.scheduler.api import PENDING, JobInfo
 from lahar.scheduler.framework.session import Session
 from lahar.scheduler.plugins.queueattr import lookalikes_room
 
-__all__ = ["Hidden", "Kind", "group", "hide", "settled", "reason_for", "PLUGINS", "REASONS"]
+__all__ = ["Hidden", "Kind", "group", "hide", "settled", "show_next", "reason_for", "PLUGINS", "REASONS"]
 
 # Plugins whose answers about a waiting job read only its queue, priority, specs and tasks (and
 # its name and creation time for order alone)
@@ -95,6 +100,7 @@ class Hidden:
         self.count = count
         self.firsts = firsts  # the first jobs with a look-alike hidden behind them, each once
         self.changes: dict[str, int] = {}  # each job left in the session: its tasks' change count when the actions began
+        self.revealed: list[str] = []  # hidden jobs shown to the actions since (``show_next``), in that order
 
     @property
     def first_of(self) -> dict[str, str]:
@@ -254,19 +260,92 @@ def _without_names(document: dict, group: bool) -> str:
     return json.dumps(kept, sort_keys=True)
 
 
+def show_next(ssn: Session, placed: JobInfo) -> JobInfo | None:
+    """After allocate bound ``placed``, the first job of a kind: the next job of its kind in job
+    order, shown to the actions from now on (in the session's jobs, the others of the kind
+    hidden behind it), as it waits in its queue's heap in the long way; None when none is left.
+
+    Nothing before met that job in the long way: its queue's turns asked the queue about its
+    kind once, and no other queue's turn reads it; so it is shown as it would be there. The
+    kind's first job must come first in job order, as every one of its look-alikes comes up
+    after it in the long way (else the session is marked inexact: the cycle runs again)."""
+    hidden: Hidden | None = ssn.lookalikes
+    if hidden is None or placed.uid not in hidden.firsts:
+        return None
+    behind = [job for job in hidden.every.values() if job.hidden_behind == placed.uid]
+    hidden.firsts.discard(placed.uid)
+    if not behind:
+        return None
+    shown = behind[0]
+    for job in behind:  # the earliest in job order: ``_earlier``, inline (a backlog's kind has thousands)
+        if job.creation < shown.creation or (job.creation == shown.creation and job.uid < shown.uid):
+            shown = job
+    if _earlier(shown, placed):
+        ssn.hidden_inexact = True
+        return None
+    shown.hidden_behind = ""
+    for job in behind:
+        if job is not shown:
+            job.hidden_behind = shown.uid
+    if len(behind) > 1:
+        hidden.firsts.add(shown.uid)
+    hidden.count -= 1
+    hidden.changes[shown.uid] = shown.changes
+    hidden.revealed.append(shown.uid)
+    ssn.jobs[shown.uid] = shown
+    for plugin in ssn.plugins.values():
+        plugin.on_job_shown(ssn, shown)
+    return shown
+
+
+def _earlier(job: JobInfo, other: JobInfo) -> bool:
+    """Whether ``job`` comes before ``other`` in job order, both of one kind (the same priority,
+    nothing held: job order then goes by creation, then uid)."""
+    if job.creation != other.creation:
+        return job.creation < other.creation
+    return job.uid < other.uid
+
+
 def settled(ssn: Session, hidden: Hidden) -> bool:
-    """Whether the actions ran as they would have with the hidden jobs in: nothing decided, no
-    task of any job moved (not even to be put back), and each first job of a kind still waits
-    as it did, without fit errors. The session was then the same from the first action to the
-    last, so each hidden job would have met what its first job met."""
-    if ssn.decisions or ssn.hidden_inexact:
+    """Whether the actions ran as they would have with the hidden jobs in. Either nothing was
+    decided, or allocate bound tasks (``show_next`` then showed each bound first job's next
+    look-alike) and nothing else was decided; no other task of any job moved (not even to be
+    put back), and each first job of a kind still waits as it did, without fit errors.
+
+    Without decisions the session was the same from the first action to the last, so each
+    hidden job would have met what its first job met. With binds, each kind's first job must
+    come first in job order: each of its look-alikes then came up after it in the long way,
+    and a queue only holds more as allocate goes on, so it refused them as it refused the
+    first (asked about their tasks alone: no fit errors)."""
+    if ssn.hidden_inexact:
         return False
+    bound: set[str] = set()
+    for decision in ssn.decisions:
+        if decision.type != "bind" or decision.job is None:
+            return False
+        bound.add(decision.job)
     for uid, job in ssn.jobs.items():
-        if job.changes != hidden.changes.get(uid):
+        if job.changes != hidden.changes.get(uid) and uid not in bound:
             return False
     for uid in hidden.firsts:
         job = ssn.jobs[uid]
         if job.fit_errors or job.job_fit_errors or job.phase != "Inqueue":
+            return False
+    return not bound or _firsts_come_first(hidden)
+
+
+def _firsts_come_first(hidden: Hidden) -> bool:
+    """Whether each hidden job comes after its first job in job order (``_earlier``, inline)."""
+    every = hidden.every
+    seen = ""
+    first: JobInfo | None = None
+    for job in every.values():
+        uid = job.hidden_behind
+        if not uid:
+            continue
+        if uid != seen or first is None:  # look-alikes mostly come together in session order
+            seen, first = uid, every[uid]
+        if job.creation < first.creation or (job.creation == first.creation and job.uid <= first.uid):
             return False
     return True
 

@@ -95,13 +95,12 @@ class Simulation:
 
     def _hide_lookalikes(self, completed: list[str]) -> bool:
         """Whether this cycle hides look-alike waiting jobs from the actions (the result is the
-        same either way; see ``lahar.scheduler.lookalikes``): worth it only in a cycle that
-        decides nothing, else the cycle runs twice. So only when no task ended since the last
-        cycle (an ended task frees room: the next cycle mostly places a job). A cycle right
-        after a decision tries too: in a backlog it mostly decides nothing (the tasks just
-        bound start running, the queue stays at its share). After a try that had to run again,
-        the next tries are skipped, twice as many after each such try in a row (at most 64)."""
-        if completed or self.last is None:
+        same either way; see ``lahar.scheduler.lookalikes``): worth it when the cycle decides
+        nothing, or only binds a job or two in allocate (a task ended: its room goes to the
+        next job of a queue that then refuses the rest), else the cycle runs twice. Every
+        cycle but the first tries. After a try that had to run again, the next tries are
+        skipped, twice as many after each such try in a row (at most 64)."""
+        if self.last is None:
             return False
         skip = getattr(self, "_lookalike_skip", 0)
         if skip > 0:

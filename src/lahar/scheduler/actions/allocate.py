@@ -24,6 +24,7 @@ from lahar.scheduler.api import PENDING, FitError, FitErrors, JobInfo, NodeInfo,
 from lahar.scheduler.columnar import ClassView
 from lahar.scheduler.framework.session import Session
 from lahar.scheduler.framework.statement import Statement
+from lahar.scheduler.lookalikes import show_next
 from lahar.scheduler.pqueue import KeyedQueue, PriorityQueue, pop_order
 
 JobHeap = PriorityQueue[JobInfo] | KeyedQueue[JobInfo]
@@ -62,6 +63,8 @@ def execute(ssn: Session) -> None:
             placed.add(queue.uid)
             if ssn.job_ready(job):
                 stmt.commit()
+                if ssn.lookalikes is not None:
+                    _show_next_lookalike(ssn, job, jobs, worksheets)
                 if not tasks.empty():
                     jobs.push(job)
         queues.push(queue)
@@ -165,6 +168,15 @@ def _worksheet(ssn: Session, worksheets: dict[str, Worksheet], uid: str) -> Prio
 def _waiting_tasks(worksheet: Worksheet) -> list[TaskInfo]:
     """The tasks still in a worksheet, in no particular order."""
     return worksheet if isinstance(worksheet, list) else worksheet.entries()
+
+
+def _show_next_lookalike(ssn: Session, placed: JobInfo, jobs: JobHeap, worksheets: dict[str, Worksheet]) -> None:
+    """With look-alikes hidden: the next job of the kind of ``placed`` (just bound) waits in the
+    queue's heap from now on, as it does in the long way (``lookalikes.show_next``)."""
+    shown = show_next(ssn, placed)
+    if shown is not None:
+        worksheets[shown.uid] = ssn.job_facts(shown).requesting(shown)
+        jobs.push(shown)
 
 
 def allocate_tasks(ssn: Session, job: JobInfo, tasks: PriorityQueue[TaskInfo], cache_errors: bool = True) -> Statement | None:

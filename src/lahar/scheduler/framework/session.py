@@ -163,6 +163,9 @@ class Session:
     # exactness (the cycle then runs again in full)
     hidden_counts: dict[str, int] = field(default_factory=dict)
     hidden_inexact: bool = False
+    # the look-alike waiting jobs set aside from ``jobs`` for this session's actions (a
+    # ``lookalikes.Hidden``), None when none are
+    lookalikes: Any = None
     _enabled_cache: dict[str, list] = field(default_factory=dict)
 
     def release(self) -> None:
@@ -176,6 +179,7 @@ class Session:
         self.fns = {}
         self._enabled_cache = {}
         self.memo = {}
+        self.lookalikes = None  # the actions' view of the hidden jobs (the close has read it)
         if self.node_index is not None:
             self.node_index.views = {}  # allocate's per-request views score through the session
             for node in self.node_index.nodes:

@@ -1,4 +1,4 @@
-"""What every plugin is: a name, its arguments, and two hooks around a session."""
+"""What every plugin is: a name, its arguments, and its hooks around a session."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ from typing import ClassVar
 
 from mypy_extensions import mypyc_attr
 
+from lahar.scheduler.api import JobInfo
 from lahar.scheduler.framework.config import Arguments
 from lahar.scheduler.framework.session import Session
 
@@ -44,6 +45,12 @@ class Plugin:
         raise NotImplementedError
 
     def on_session_close(self, ssn: Session) -> None:
+        return None
+
+    def on_job_shown(self, ssn: Session, job: JobInfo) -> None:
+        """A look-alike waiting job set aside when the session opened is shown to the actions
+        (``lookalikes.show_next``): now in ``ssn.jobs``, holding nothing, every task waiting.
+        A plugin that keeps its own view of the session's jobs takes it in."""
         return None
 
     def clock_horizon(self, ssn: Session) -> float | None:

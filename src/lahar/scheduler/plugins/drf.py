@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Final
 
 from lahar.resources import MIN_RESOURCE, Resource, share
-from lahar.scheduler.api import TaskInfo
+from lahar.scheduler.api import JobInfo, TaskInfo
 from lahar.scheduler.framework.session import EventHandler, PERMIT, Session
 from lahar.scheduler.plugins.base import Plugin
 from lahar.scheduler.plugins.queueattr import JobPart, standing_part
@@ -62,6 +62,11 @@ class DrfPlugin(Plugin):
         ssn.add("job_order", self.name, self._job_order)
         ssn.add("job_order_key", self.name, lambda job: self.shares.get(job.uid, 0.0))
         ssn.add_event_handler(EventHandler(self._event(ssn, 1), self._event(ssn, -1)))
+
+    def on_job_shown(self, ssn: Session, job: JobInfo) -> None:
+        """A look-alike set aside before the plugins opened is a job of the session from now on
+        (it holds nothing: share 0 until it is allocated)."""
+        self.jobs[job.uid] = job
 
     def _share(self, allocated: Resource) -> float:
         best = 0.0
