@@ -253,6 +253,25 @@ def test_a_lookalike_shown_on_the_way_is_a_job_of_every_plugin():
     assert held is not None and held.is_empty()
 
 
+def test_a_kind_whose_first_job_met_the_nodes_is_shown_from_then_on():
+    """Queue c may take 6 GPUs but no node has them: its first job is tried on the nodes and
+    refused there, with fit errors that name its task. That cycle runs again in full; the next
+    ones show the kind's jobs (each is tried, as in the long way) and hide the others."""
+    conf = load_config(default_config_text())
+    objects = [queue("c").weight(1).build(), node("m1", cpu="64", memory="512Gi", gpu=4, pods=110), node("m2", cpu="64", memory="512Gi", gpu=4, pods=110)]
+    for name in ("big1", "big2", "big3"):
+        objects += [podgroup(name).queue("c").min_member(1).phase("Inqueue").build(), pod(f"{name}-0").requests(gpu=6).group(name).build()]
+    state = ClusterState.from_objects(objects)
+    first = run_cycle(state, conf, lookalikes=True)
+    assert first.lookalikes_ran_again
+    again = run_cycle(state, conf, lookalikes=True)
+    assert not again.lookalikes_ran_again and again.lookalikes_hidden == 0
+    long = run_cycle(state, conf, lookalikes=False)
+    _same_results(first, long)
+    _same_results(again, long)
+    assert {o.reason["kind"] for o in long.jobs.values()} == {"no-node-fits"}
+
+
 def test_a_job_that_differs_in_its_pod_spec_is_not_hidden():
     odd = pod("w4-0").requests(gpu=1).group("w4").manifest()
     odd["spec"]["nodeSelector"] = {"zone": "x"}

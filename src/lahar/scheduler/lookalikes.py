@@ -55,7 +55,7 @@ class Kind:
     """One kind of look-alike waiting job: what the actions read of it (queue, priority, the
     podgroup and pods less their names). One object per kind, so jobs are grouped by identity."""
 
-    __slots__ = ("description", "grouped")
+    __slots__ = ("description", "grouped", "shown")
 
     def __init__(self, description: tuple) -> None:
         self.description = description
@@ -63,6 +63,9 @@ class Kind:
         # an attribute read where a map of kinds would be a lookup per job; one pair, read and
         # written at once (sessions in other threads group the same kinds)
         self.grouped: tuple[int, _Group | None] = (-1, None)
+        # set once a first job of the kind met the nodes (fit errors): its look-alikes would each
+        # meet them too, so they are no longer hidden (``settled``; kept until the table is emptied)
+        self.shown = False
 
 
 class _Kinds:
@@ -227,7 +230,8 @@ def _kind_of_waiting(ssn: Session, job: JobInfo, known_only: bool) -> Kind | Non
     elif facts.kind is not None and facts.kind_generation != _KINDS.generation:
         facts.kind = _KINDS.canonical(facts.kind.description)
         facts.kind_generation = _KINDS.generation
-    return facts.kind
+    kind = facts.kind
+    return None if kind is not None and kind.shown else kind
 
 
 def _described(job: JobInfo) -> tuple:
@@ -329,9 +333,23 @@ def settled(ssn: Session, hidden: Hidden) -> bool:
             return False
     for uid in hidden.firsts:
         job = ssn.jobs[uid]
-        if job.fit_errors or job.job_fit_errors or job.phase != "Inqueue":
+        if job.fit_errors or job.job_fit_errors:
+            _show_kind_from_now_on(job)
+            return False
+        if job.phase != "Inqueue":
             return False
     return not bound or _firsts_come_first(hidden)
+
+
+def _show_kind_from_now_on(job: JobInfo) -> None:
+    """A first job met the nodes and was refused there (fit errors): each of its look-alikes would
+    be tried on the nodes too, and its reason and conditions name its own tasks. The kind is no
+    longer hidden, so that the cycles after this one can hide the others (a deep backlog's queue
+    whose first job waits for a node with room would otherwise send every cycle the long way)."""
+    facts = job.facts
+    kind = facts.kind if facts is not None and facts.kind_generation >= 0 else None
+    if kind is not None:
+        kind.shown = True
 
 
 def _firsts_come_first(hidden: Hidden) -> bool:
