@@ -173,6 +173,7 @@ def _same_results(short, long) -> None:
     assert [(d.type, d.task, d.node) for d in short.decisions] == [(d.type, d.task, d.node) for d in long.decisions]
     assert {uid: (o.phase, o.reason, repr(o.conditions)) for uid, o in short.jobs.items()} == {uid: (o.phase, o.reason, repr(o.conditions)) for uid, o in long.jobs.items()}
     assert short.changed == long.changed
+    assert {name: list(res.dims()) for name, res in short.queue_allocated.items()} == {name: list(res.dims()) for name, res in long.queue_allocated.items()}
 
 
 def test_a_cycle_that_places_a_first_job_keeps_the_rest_hidden_when_its_queue_then_refuses_them():

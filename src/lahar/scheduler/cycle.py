@@ -151,6 +151,8 @@ def _close(ssn: Session, previous: dict[str, JobOutcome] | None, hidden: Hidden 
     _record_uncommitted_pipelines(ssn)  # a hidden job has every task waiting: nothing pipelined
     acted = ssn.jobs  # the jobs the actions saw: a hidden job holds nothing (every task waits)
     if hidden is not None:
+        if hidden.revealed:  # shown on the way, so last in ``acted``: back in session order (the sums' order)
+            acted = {uid: job for uid, job in hidden.every.items() if uid in acted}
         ssn.jobs = hidden.every
     # every job's key in session order at once (a copy of a dict built by insertion only is a
     # block copy), each value then replaced by the job's outcome below: a dict grown key by

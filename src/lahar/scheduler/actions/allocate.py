@@ -171,7 +171,8 @@ def _waiting_tasks(worksheet: Worksheet) -> list[TaskInfo]:
 
 
 def _show_next_lookalike(ssn: Session, placed: JobInfo, jobs: JobHeap, worksheets: dict[str, Worksheet]) -> None:
-    """With look-alikes hidden: the next job of the kind of ``placed`` (just bound) waits in the
+    """With look-alikes hidden: the next job of the kind of ``placed`` (its statement just
+    committed: bound, or ready with nothing placed, as a gang of minimum 0 is) waits in the
     queue's heap from now on, as it does in the long way (``lookalikes.show_next``)."""
     shown = show_next(ssn, placed)
     if shown is not None:
