@@ -281,8 +281,8 @@ def show_next(ssn: Session, placed: JobInfo) -> JobInfo | None:
     if not behind:
         return None
     shown = behind[0]
-    for job in behind:  # the earliest in job order: ``_earlier``, inline (a backlog's kind has thousands)
-        if job.creation < shown.creation or (job.creation == shown.creation and job.uid < shown.uid):
+    for job in behind:  # the earliest in job order
+        if _earlier(job, shown):
             shown = job
     if _earlier(shown, placed):
         ssn.hidden_inexact = True
@@ -346,14 +346,13 @@ def _show_kind_from_now_on(job: JobInfo) -> None:
     be tried on the nodes too, and its reason and conditions name its own tasks. The kind is no
     longer hidden, so that the cycles after this one can hide the others (a deep backlog's queue
     whose first job waits for a node with room would otherwise send every cycle the long way)."""
-    facts = job.facts
-    kind = facts.kind if facts is not None and facts.kind_generation >= 0 else None
+    kind = job.facts.described_kind() if job.facts is not None else None
     if kind is not None:
         kind.shown = True
 
 
 def _firsts_come_first(hidden: Hidden) -> bool:
-    """Whether each hidden job comes after its first job in job order (``_earlier``, inline)."""
+    """Whether each hidden job comes after its first job in job order."""
     every = hidden.every
     seen = ""
     first: JobInfo | None = None
@@ -363,7 +362,7 @@ def _firsts_come_first(hidden: Hidden) -> bool:
             continue
         if uid != seen or first is None:  # look-alikes mostly come together in session order
             seen, first = uid, every[uid]
-        if job.creation < first.creation or (job.creation == first.creation and job.uid <= first.uid):
+        if not _earlier(first, job):
             return False
     return True
 
