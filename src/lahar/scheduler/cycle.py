@@ -151,7 +151,9 @@ def _close(ssn: Session, previous: dict[str, JobOutcome] | None, hidden: Hidden 
     _record_uncommitted_pipelines(ssn)  # a hidden job has every task waiting: nothing pipelined
     acted = ssn.jobs  # the jobs the actions saw: a hidden job holds nothing (every task waits)
     if hidden is not None:
-        if hidden.revealed:  # shown on the way, so last in ``acted``: back in session order (the sums' order)
+        if any(acted[uid].allocated.holds_anything() for uid in hidden.revealed):
+            # shown on the way, so last in ``acted``, and holding something: back in session
+            # order, the order of the sums (a job that holds nothing is passed over by them)
             acted = {uid: job for uid, job in hidden.every.items() if uid in acted}
         ssn.jobs = hidden.every
     # every job's key in session order at once (a copy of a dict built by insertion only is a
