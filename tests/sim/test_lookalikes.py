@@ -254,15 +254,72 @@ def test_a_lookalike_shown_on_the_way_is_a_job_of_every_plugin():
     assert held is not None and held.is_empty()
 
 
-def test_a_kind_whose_first_job_met_the_nodes_is_shown_from_then_on():
-    """Queue c may take 6 GPUs but no node has them: its first job is tried on the nodes and
-    refused there, with fit errors that name its task. That cycle runs again in full; the next
-    ones show the kind's jobs (each is tried, as in the long way) and hide the others."""
+def _too_big(gpus: int = 6, tasks: int = 1, small: str | None = None) -> ClusterState:
+    """Queue c may take 8 GPUs but no node has ``gpus`` free (two nodes of 4): three look-alike
+    jobs of ``tasks`` tasks each are tried on the nodes and refused there. ``small``: also a
+    1-GPU job of queue c, created first, that fits, or of queue d (tried after c's jobs)."""
+    objects = [queue("c").weight(1).build(), queue("d").weight(1).build(), node("m1", cpu="64", memory="512Gi", gpu=4, pods=110), node("m2", cpu="64", memory="512Gi", gpu=4, pods=110)]
+    for n, name in enumerate(("big1", "big2", "big3")):
+        group = podgroup(name).queue("c").min_member(tasks).phase("Inqueue").manifest()
+        group["metadata"]["creationTimestamp"] = f"2026-01-01T00:00:0{n + 1}Z"
+        objects.append(PodGroup.model_validate(group))
+        objects += [pod(f"{name}-{k}").requests(gpu=gpus).group(name).build() for k in range(tasks)]
+    if small is not None:
+        group = podgroup("small").queue(small).min_member(1).phase("Inqueue").manifest()
+        group["metadata"]["creationTimestamp"] = "2026-01-01T00:00:00Z"
+        objects += [PodGroup.model_validate(group), pod("small-0").requests(gpu=1).group("small").build()]
+    return ClusterState.from_objects(objects)
+
+
+def test_a_kind_whose_first_job_met_the_nodes_stays_hidden_in_a_cycle_that_decides_nothing():
+    """Nothing is decided, so each look-alike would meet the nodes as its first job did: the
+    same fit errors, the same reason but for the job, and gang's condition naming its own task.
+    The cycle does not run again, the first time (kinds found after the plugins open) nor the
+    next (kinds known before)."""
     conf = load_config(default_config_text())
-    objects = [queue("c").weight(1).build(), node("m1", cpu="64", memory="512Gi", gpu=4, pods=110), node("m2", cpu="64", memory="512Gi", gpu=4, pods=110)]
-    for name in ("big1", "big2", "big3"):
-        objects += [podgroup(name).queue("c").min_member(1).phase("Inqueue").build(), pod(f"{name}-0").requests(gpu=6).group(name).build()]
-    state = ClusterState.from_objects(objects)
+    state = _too_big()
+    long = run_cycle(state, conf, lookalikes=False)
+    for _ in range(2):
+        short = run_cycle(state, conf, lookalikes=True)
+        assert not short.lookalikes_ran_again and short.lookalikes_hidden == 2
+        _same_results(short, long)
+    assert {o.reason["kind"] for o in long.jobs.values()} == {"no-node-fits"}
+    assert "Origin reason is big3-0: 0/2 nodes are unavailable" in short.jobs["default/big3"].conditions[0]["message"]
+
+
+def test_a_first_job_refused_by_the_nodes_after_a_placement_keeps_its_lookalikes_hidden():
+    """small (created first) is placed, then big1 is tried on the nodes as they are left: no
+    decision follows, so big2 and big3 would meet the same nodes in the long way."""
+    conf = load_config(default_config_text())
+    state = _too_big(small="c")
+    short = run_cycle(state, conf, lookalikes=True)
+    long = run_cycle(state, conf, lookalikes=False)
+    assert [d.task for d in long.of_type("bind")] == ["default/small-0"]
+    assert not short.lookalikes_ran_again and short.lookalikes_hidden == 2
+    _same_results(short, long)
+
+
+def test_a_first_job_refused_by_the_nodes_before_a_placement_runs_the_cycle_again():
+    """Queue c comes first: big1 meets the nodes before queue d's small job is placed, so the
+    look-alikes behind it might meet other nodes in the long way: the cycle runs again. The
+    kind is not shown from then on: in the next cycle that decides nothing it is hidden."""
+    conf = load_config(default_config_text())
+    state = _too_big(small="d")
+    short = run_cycle(state, conf, lookalikes=True)
+    long = run_cycle(state, conf, lookalikes=False)
+    assert [d.task for d in long.of_type("bind")] == ["default/small-0"]
+    assert short.lookalikes_ran_again
+    _same_results(short, long)
+    quiet = run_cycle(_too_big(), conf, lookalikes=True)
+    assert not quiet.lookalikes_ran_again and quiet.lookalikes_hidden == 2
+
+
+def test_a_kind_whose_fit_errors_cannot_be_told_for_each_lookalike_is_shown_from_then_on():
+    """Gangs of two tasks: which task gang's message names is not told from the first job's.
+    That cycle runs again in full; the next ones show the kind's jobs (each is tried, as in the
+    long way) and hide the others."""
+    conf = load_config(default_config_text())
+    state = _too_big(gpus=6, tasks=2)
     first = run_cycle(state, conf, lookalikes=True)
     assert first.lookalikes_ran_again
     again = run_cycle(state, conf, lookalikes=True)
@@ -288,10 +345,12 @@ def test_nothing_is_hidden_under_a_plugin_that_may_read_more_than_the_specs():
     assert lookalikes.hide(ssn) is None
 
 
-def test_a_hidden_job_gets_its_first_jobs_reason_only_when_it_names_no_job():
+def test_a_hidden_job_gets_its_first_jobs_reason_only_when_it_names_no_job_or_task():
     deserved = {"queue": "a", "job": "default/w1", "kind": "deserved", "message": "queue a has used its deserved share"}
     assert lookalikes.reason_for("default/w2", deserved) == {**deserved, "job": "default/w2"}
-    assert lookalikes.reason_for("default/w2", {"queue": "a", "job": "default/w1", "kind": "no-node-fits", "message": "w1-0: ..."}) is None
+    fits = {"queue": "a", "job": "default/w1", "kind": "no-node-fits", "message": "0/2 nodes are unavailable: 2 Insufficient nvidia.com/gpu.", "nodes": {}}
+    assert lookalikes.reason_for("default/w2", fits) == {**fits, "job": "default/w2"}  # given by node errors alone (``settled``)
+    assert lookalikes.reason_for("default/w2", {"queue": "a", "job": "default/w1", "kind": "gang-unsatisfied", "message": "w1-0: ..."}) is None
     assert lookalikes.reason_for("default/w2", None) is None
 
 

@@ -21,7 +21,7 @@ from lahar.scheduler.cache import ClusterState
 from lahar.scheduler.columnar import NodeIndex
 from lahar.scheduler.framework.config import SchedulerConf
 from lahar.scheduler.framework.session import Decision, Session
-from lahar.scheduler.lookalikes import Hidden, HiddenReasons, group, hide, settled
+from lahar.scheduler.lookalikes import Hidden, HiddenReasons, NamedConditions, group, hide, settled
 from lahar.scheduler.plugins import PLUGINS
 from lahar.scheduler.plugins.queueattr import allocations_by_parts
 from lahar.scheduler.reasons import explain_made_of
@@ -173,6 +173,7 @@ def _close(ssn: Session, previous: dict[str, JobOutcome] | None, hidden: Hidden 
     seen_first = ""
     first_outcome: JobOutcome | None = None
     first_conditions: list[dict[str, Any]] = []
+    named: NamedConditions | None = None
     for job in ssn.jobs.values():
         first = job.hidden_behind if hidden is not None else ""
         before = previous.get(job.uid) if previous is not None else None
@@ -183,8 +184,12 @@ def _close(ssn: Session, previous: dict[str, JobOutcome] | None, hidden: Hidden 
             if first != seen_first or first_outcome is None:
                 made = early.get(first) if early else None
                 seen_first, first_outcome = first, made if made is not None else outcomes[first]
-                first_conditions = [c for c in ssn.jobs[first].conditions if c.get("transitionID") == ssn.uid]
-            found = _hidden_outcome(ssn, job, first_conditions, first_outcome, before, reasons)
+                first_job = ssn.jobs[first]
+                first_conditions = [c for c in first_job.conditions if c.get("transitionID") == ssn.uid]
+                # refused by the nodes (``settled``): gang's message names each job's own task
+                named = NamedConditions(first_job, first_conditions) if first_job.fit_errors else None
+            conditions = named.of(job) if named is not None else first_conditions
+            found = _hidden_outcome(ssn, job, conditions, first_outcome, before, reasons)
             if found is None:
                 ssn.release()
                 return None
@@ -227,7 +232,8 @@ def _hidden_outcome(
     phase (``podgroup_phase`` reads the same phase, counts, minMember and, with no task
     running, nothing else), the conditions the plugins wrote this session for its first job
     (``first_conditions``; gang's: the same task counts and no fit error give the same
-    message) beside its own of other types, no pod running, ended or failed (every task
+    message; a first job refused by the nodes names its task there, so each look-alike gets
+    them naming its own: ``NamedConditions``) beside its own of other types, no pod running, ended or failed (every task
     waits), and the first job's reason with its own uid (``before``'s, the job's last outcome,
     when that reads the same: ``HiddenReasons``); None when that reason may name the job. The
     condition objects are its first job's own (no one changes a condition or a reason in

@@ -17,10 +17,12 @@ the long way has it waiting in the queue's heap, and the others wait behind that
 
 ``settled`` tells, once the actions are done, whether the shortcut held: nothing was decided but
 allocate's binds, no other task moved, each first job still waits with every task pending,
-without fit errors, and where something was bound each first job comes first of its kind in
-job order. The close then gives each hidden job its first job's phase, reason (the ``deserved``
-reason names the queue and the request, never the job) and this session's conditions. When the
-shortcut did not hold the caller runs the cycle again the long way.
+without fit errors or refused by the nodes as the last decision left them (each look-alike
+would meet the same nodes), and where something was bound each first job comes first of its
+kind in job order. The close then gives each hidden job its first job's phase, reason (the
+``deserved`` and ``no-node-fits`` reasons name the queue, the request or the nodes, never the
+job) and this session's conditions (gang's names a refused job's task: each look-alike's names
+its own). When the shortcut did not hold the caller runs the cycle again the long way.
 
 Only the default plugins are known to read nothing of a job but its specs and tasks (``PLUGINS``):
 with any other plugin enabled nothing is hidden.
@@ -34,15 +36,18 @@ from typing import Any, Final
 
 from lahar.scheduler.api import PENDING, JobInfo
 from lahar.scheduler.framework.session import Session
+from lahar.scheduler.plugins.gang import origin
 from lahar.scheduler.plugins.queueattr import lookalikes_room
 
-__all__ = ["Hidden", "Kind", "group", "hide", "settled", "show_next", "reason_for", "PLUGINS", "REASONS"]
+__all__ = ["Hidden", "Kind", "NamedConditions", "group", "hide", "settled", "show_next", "reason_for", "PLUGINS", "REASONS"]
 
 # Plugins whose answers about a waiting job read only its queue, priority, specs and tasks (and
 # its name and creation time for order alone)
 PLUGINS: Final = frozenset({"priority", "gang", "conformance", "proportion", "drf", "predicates", "nodeorder", "binpack"})
-# Reasons whose text names no job or task: a hidden job's reason is its first job's with its own uid
-REASONS: Final = frozenset({"deserved"})
+# Reasons whose text names no job or task: a hidden job's reason is its first job's with its own
+# uid. A first job's ``no-node-fits`` reason gets this far only when its fit errors are node errors
+# alone, of its one task (``settled``)
+REASONS: Final = frozenset({"deserved", "no-node-fits"})
 # What names a pod or podgroup rather than describing it: its arrival and run time in a replay,
 # its group's and its vcjob's name (no allowed plugin reads a pod's labels: inter-pod affinity
 # would make them part of what the scheduler reads)
@@ -104,6 +109,8 @@ class Hidden:
         self.firsts = firsts  # the first jobs with a look-alike hidden behind them, each once
         self.changes: dict[str, int] = {}  # each job left in the session: its tasks' change count when the actions began
         self.revealed: list[str] = []  # hidden jobs shown to the actions since (``show_next``), in that order
+        # jobs allocate tried and refused (discarded): how many decisions the session held then
+        self.refused_at: dict[str, int] = {}
 
     @property
     def first_of(self) -> dict[str, str]:
@@ -314,13 +321,15 @@ def settled(ssn: Session, hidden: Hidden) -> bool:
     """Whether the actions ran as they would have with the hidden jobs in. Either nothing was
     decided, or allocate bound tasks (``show_next`` then showed each bound first job's next
     look-alike) and nothing else was decided; no other task of any job moved (not even to be
-    put back), and each first job of a kind still waits as it did, without fit errors.
+    put back), and each first job of a kind still waits as it did: without fit errors, or
+    refused by the nodes as they stood when the actions ended (``_refused_by_the_nodes_left``).
 
     Without decisions the session was the same from the first action to the last, so each
     hidden job would have met what its first job met. With binds, each kind's first job must
     come first in job order: each of its look-alikes then came up after it in the long way,
     and a queue only holds more as allocate goes on, so it refused them as it refused the
-    first (asked about their tasks alone: no fit errors)."""
+    first (asked about their tasks alone: no fit errors; tried on the nodes after the last
+    decision: the same nodes, so the same fit errors)."""
     if ssn.hidden_inexact:
         return False
     bound: set[str] = set()
@@ -333,19 +342,31 @@ def settled(ssn: Session, hidden: Hidden) -> bool:
             return False
     for uid in hidden.firsts:
         job = ssn.jobs[uid]
-        if job.fit_errors or job.job_fit_errors:
-            _show_kind_from_now_on(job)
-            return False
         if job.phase != "Inqueue":
+            return False
+        if (job.fit_errors or job.job_fit_errors) and not _refused_by_the_nodes_left(ssn, hidden, job):
             return False
     return not bound or _firsts_come_first(hidden)
 
 
+def _refused_by_the_nodes_left(ssn: Session, hidden: Hidden, job: JobInfo) -> bool:
+    """Whether a first job with fit errors tells what each of its look-alikes meets in the long
+    way: allocate refused it with no decision after (each look-alike is tried after it, on the
+    same nodes: the same node errors), and those errors are told for each look-alike: of its one
+    task, node errors alone (gang's message then names that task: ``NamedConditions``; the
+    reason names none). A kind whose errors cannot be told so is shown from then on."""
+    if job.job_fit_errors or len(job.tasks) != 1 or len(job.fit_errors) != 1 or next(iter(job.fit_errors.values())).err:
+        _show_kind_from_now_on(job)
+        return False
+    return hidden.refused_at.get(job.uid, -1) == len(ssn.decisions)
+
+
 def _show_kind_from_now_on(job: JobInfo) -> None:
-    """A first job met the nodes and was refused there (fit errors): each of its look-alikes would
-    be tried on the nodes too, and its reason and conditions name its own tasks. The kind is no
-    longer hidden, so that the cycles after this one can hide the others (a deep backlog's queue
-    whose first job waits for a node with room would otherwise send every cycle the long way)."""
+    """A first job met the nodes and was refused there with fit errors that are not told for each
+    look-alike (``_refused_by_the_nodes_left``): each of its look-alikes would be tried on the
+    nodes too, and its conditions name its own tasks. The kind is no longer hidden, so that the
+    cycles after this one can hide the others (a deep backlog's queue whose first job waits for
+    a node with room would otherwise send every cycle the long way)."""
     kind = job.facts.described_kind() if job.facts is not None else None
     if kind is not None:
         kind.shown = True
@@ -365,6 +386,27 @@ def _firsts_come_first(hidden: Hidden) -> bool:
         if not _earlier(first, job):
             return False
     return True
+
+
+class NamedConditions:
+    """The conditions this session wrote for a first job refused by the nodes, for each of its
+    look-alikes: gang's Unschedulable message names the first job's one task (``gang.origin``),
+    each look-alike's names its own; the rest reads the same (``_refused_by_the_nodes_left``)."""
+
+    def __init__(self, first: JobInfo, conditions: list[dict[str, Any]]) -> None:
+        self.conditions = conditions
+        self.named = origin(next(iter(first.tasks.values())).name)
+
+    def of(self, job: JobInfo) -> list[dict[str, Any]]:
+        own = origin(next(iter(job.tasks.values())).name)
+        named = self.named
+        return [_renamed(c, named, own) if named in c.get("message", "") else c for c in self.conditions]
+
+
+def _renamed(condition: dict[str, Any], named: str, own: str) -> dict[str, Any]:
+    found = dict(condition)
+    found["message"] = condition["message"].replace(named, own, 1)
+    return found
 
 
 def reason_for(uid: str, first: dict[str, Any] | None) -> dict[str, Any] | None:

@@ -59,6 +59,8 @@ def execute(ssn: Session) -> None:
         job = jobs.pop()
         tasks = _worksheet(ssn, worksheets, job.uid)
         stmt = allocate_tasks(ssn, job, tasks, cache_errors)
+        if stmt is None and ssn.lookalikes is not None:
+            ssn.lookalikes.refused_at[job.uid] = len(ssn.decisions)  # the nodes it met (``lookalikes.settled``)
         if stmt is not None:
             placed.add(queue.uid)
             if ssn.job_ready(job):

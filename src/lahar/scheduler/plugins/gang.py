@@ -119,8 +119,13 @@ def _fit_error_tail(job: JobInfo) -> str:
     for task in job.tasks.values():
         errors = job.fit_errors.get(task.uid)
         if errors is not None:
-            return f". Origin reason is {task.name}: {errors.message()}"
+            return origin(task.name) + errors.message()
     return ""
+
+
+def origin(task_name: str) -> str:
+    """What names, in the Unschedulable message, the task whose node errors end it."""
+    return f". Origin reason is {task_name}: "
 
 
 @lru_cache(maxsize=4096)
