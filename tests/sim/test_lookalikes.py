@@ -514,3 +514,20 @@ def test_a_job_asking_for_a_part_of_a_unit_is_not_counted_at_once():
         task.resreq = task.resreq.clone()
         task.resreq.memory = 0.5
     assert queueattr.lookalikes_room(job) == 0
+
+
+def test_a_lookalikes_conditions_name_its_own_task_where_the_first_jobs_named_its():
+    """The name is replaced where gang wrote it, even when it also reads elsewhere in the message;
+    a condition that does not name the task is shared as it is."""
+    from types import SimpleNamespace
+
+    def job(name: str) -> SimpleNamespace:
+        return SimpleNamespace(tasks={"uid": SimpleNamespace(name=name)})
+
+    message = "1/1 tasks in gang unschedulable: is. Origin reason is is: 0/2 nodes are unavailable: 2 Insufficient is."
+    named = {"type": "Unschedulable", "transitionID": "cycle-1", "message": message}
+    other = {"type": "Scheduled", "message": "tasks in gang are ready to be scheduled"}
+    made = lookalikes.NamedConditions(job("is"), [other, named]).of(job("big2-0"))
+    assert made[0] is other
+    assert made[1] == {**named, "message": message.replace("reason is is:", "reason is big2-0:")}
+    assert named["message"] == message  # the first job's own is left as it was

@@ -34,7 +34,7 @@ import itertools
 import json
 from typing import Any, Final
 
-from lahar.scheduler.api import PENDING, JobInfo
+from lahar.scheduler.api import PENDING, JobInfo, TaskInfo
 from lahar.scheduler.framework.session import Session
 from lahar.scheduler.plugins.gang import origin
 from lahar.scheduler.plugins.queueattr import lookalikes_room
@@ -391,22 +391,45 @@ def _firsts_come_first(hidden: Hidden) -> bool:
 class NamedConditions:
     """The conditions this session wrote for a first job refused by the nodes, for each of its
     look-alikes: gang's Unschedulable message names the first job's one task (``gang.origin``),
-    each look-alike's names its own; the rest reads the same (``_refused_by_the_nodes_left``)."""
+    each look-alike's names its own; the rest reads the same (``_refused_by_the_nodes_left``).
+    Each condition that names it is kept as the text before the name and after it, so that a
+    look-alike's is one new string and one new map (thousands of look-alikes every cycle)."""
 
     def __init__(self, first: JobInfo, conditions: list[dict[str, Any]]) -> None:
-        self.conditions = conditions
-        self.named = origin(next(iter(first.tasks.values())).name)
+        name = _only_task(first).name
+        named = origin(name)
+        # each condition, with its message's text before the task's name and after it ("" when
+        # it does not name the task)
+        self.parts: list[tuple[dict[str, Any], str, str]] = []
+        for condition in conditions:
+            message = condition.get("message", "")
+            at = message.find(named) if isinstance(message, str) else -1
+            if at < 0:
+                self.parts.append((condition, "", ""))
+                continue
+            start = at + _BEFORE_NAME  # the origin's ": " then begins the text after the name
+            self.parts.append((condition, message[:start], message[start + len(name) :]))
 
     def of(self, job: JobInfo) -> list[dict[str, Any]]:
-        own = origin(next(iter(job.tasks.values())).name)
-        named = self.named
-        return [_renamed(c, named, own) if named in c.get("message", "") else c for c in self.conditions]
+        name = _only_task(job).name
+        found: list[dict[str, Any]] = []
+        for condition, before, after in self.parts:
+            if not after:
+                found.append(condition)
+                continue
+            made = dict(condition)
+            made["message"] = f"{before}{name}{after}"  # compiled: one new string (two concatenations make two)
+            found.append(made)
+        return found
 
 
-def _renamed(condition: dict[str, Any], named: str, own: str) -> dict[str, Any]:
-    found = dict(condition)
-    found["message"] = condition["message"].replace(named, own, 1)
-    return found
+_BEFORE_NAME: Final = len(origin("")) - 2  # what ``origin`` writes before the name
+
+
+def _only_task(job: JobInfo) -> TaskInfo:
+    for task in job.tasks.values():  # compiled: a loop over the values, not a generic iterator
+        return task
+    raise ValueError(f"{job.uid} has no task")
 
 
 def reason_for(uid: str, first: dict[str, Any] | None) -> dict[str, Any] | None:
