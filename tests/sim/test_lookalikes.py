@@ -531,3 +531,33 @@ def test_a_lookalikes_conditions_name_its_own_task_where_the_first_jobs_named_it
     assert made[0] is other
     assert made[1] == {**named, "message": message.replace("reason is is:", "reason is big2-0:")}
     assert named["message"] == message  # the first job's own is left as it was
+
+
+def _pipelining(lookalike_gpus: int = 1) -> ClusterState:
+    """``_backlog`` (queue a at its share: w1 to w3 refused) and a node n2 with 2 GPUs still held
+    by a task that is ending: queue p's job pipe1 asks for them and is reserved there
+    (pipelined). ``lookalike_gpus``: what pipe2 asks for (2: it looks like pipe1)."""
+    gone = pod("gone-0").requests(gpu=2).group("gone").on("n2").manifest()
+    gone["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:00Z"
+    extra = [
+        node("n2", cpu="64", memory="512Gi", gpu=4, pods=110),
+        podgroup("busy").queue("p").min_member(1).phase("Running").build(),
+        pod("busy-0").requests(gpu=2).group("busy").on("n2").build(),
+        podgroup("gone").queue("p").min_member(1).phase("Running").build(),
+        Pod.model_validate(gone),
+    ]
+    for name in ("pipe1", "pipe2"):
+        group = podgroup(name).queue("p").min_member(1).phase("Inqueue").manifest()
+        group["metadata"]["creationTimestamp"] = f"2026-01-01T00:00:0{name[-1]}Z"
+        extra += [PodGroup.model_validate(group), pod(f"{name}-0").requests(gpu=lookalike_gpus if name == "pipe2" else 2).group(name).build()]
+    return _backlog(extra + [queue("p").weight(1).build()])
+
+
+def test_a_first_job_reserved_on_a_node_runs_the_cycle_again():
+    """pipe1 and pipe2 look alike: pipe1 is reserved (pipelined where a task is ending), and the
+    long way then tries pipe2 on the nodes as that left them: the cycle runs again."""
+    conf = load_config(default_config_text())
+    short = run_cycle(_pipelining(lookalike_gpus=2), conf, lookalikes=True)
+    long = run_cycle(_pipelining(lookalike_gpus=2), conf, lookalikes=False)
+    assert short.lookalikes_ran_again
+    _same_results(short, long)
