@@ -254,11 +254,14 @@ def test_a_lookalike_shown_on_the_way_is_a_job_of_every_plugin():
     assert held is not None and held.is_empty()
 
 
-def _too_big(gpus: int = 6, tasks: int = 1, small: str | None = None) -> ClusterState:
+def _too_big(gpus: int = 6, tasks: int = 1, small: str | None = None, d_holds: bool = False, small_created: str = "2026-01-01T00:00:00Z") -> ClusterState:
     """Queue c may take 8 GPUs but no node has ``gpus`` free (two nodes of 4): three look-alike
     jobs of ``tasks`` tasks each are tried on the nodes and refused there. ``small``: also a
-    1-GPU job of queue c, created first, that fits, or of queue d (tried after c's jobs)."""
+    1-GPU job of queue c or d that fits, created first (``small_created``). ``d_holds``: queue d holds a
+    GPU, so its share is above c's (c's turns come first, as long as c has jobs)."""
     objects = [queue("c").weight(1).build(), queue("d").weight(1).build(), node("m1", cpu="64", memory="512Gi", gpu=4, pods=110), node("m2", cpu="64", memory="512Gi", gpu=4, pods=110)]
+    if d_holds:
+        objects += [podgroup("held").queue("d").min_member(1).phase("Running").build(), pod("held-0").requests(gpu=1).group("held").on("m1").build()]
     for n, name in enumerate(("big1", "big2", "big3")):
         group = podgroup(name).queue("c").min_member(tasks).phase("Inqueue").manifest()
         group["metadata"]["creationTimestamp"] = f"2026-01-01T00:00:0{n + 1}Z"
@@ -266,7 +269,7 @@ def _too_big(gpus: int = 6, tasks: int = 1, small: str | None = None) -> Cluster
         objects += [pod(f"{name}-{k}").requests(gpu=gpus).group(name).build() for k in range(tasks)]
     if small is not None:
         group = podgroup("small").queue(small).min_member(1).phase("Inqueue").manifest()
-        group["metadata"]["creationTimestamp"] = "2026-01-01T00:00:00Z"
+        group["metadata"]["creationTimestamp"] = small_created
         objects += [PodGroup.model_validate(group), pod("small-0").requests(gpu=1).group("small").build()]
     return ClusterState.from_objects(objects)
 
@@ -299,12 +302,13 @@ def test_a_first_job_refused_by_the_nodes_after_a_placement_keeps_its_lookalikes
     _same_results(short, long)
 
 
-def test_a_first_job_refused_by_the_nodes_before_a_placement_runs_the_cycle_again():
-    """Queue c comes first: big1 meets the nodes before queue d's small job is placed, so the
-    look-alikes behind it might meet other nodes in the long way: the cycle runs again. The
-    kind is not shown from then on: in the next cycle that decides nothing it is hidden."""
+def test_a_first_job_refused_by_the_nodes_before_a_placement_in_its_queue_runs_the_cycle_again():
+    """small, created after big1 but before big2 and big3, is placed at queue c's turn after
+    big1 was refused: in the long way big2 and big3 come up after it, on the nodes as small left
+    them, so the cycle runs again. The kind is not shown from then on: in the next cycle that
+    decides nothing it is hidden."""
     conf = load_config(default_config_text())
-    state = _too_big(small="d")
+    state = _too_big(small="c", small_created="2026-01-01T00:00:01.5Z")
     short = run_cycle(state, conf, lookalikes=True)
     long = run_cycle(state, conf, lookalikes=False)
     assert [d.task for d in long.of_type("bind")] == ["default/small-0"]
@@ -312,6 +316,19 @@ def test_a_first_job_refused_by_the_nodes_before_a_placement_runs_the_cycle_agai
     _same_results(short, long)
     quiet = run_cycle(_too_big(), conf, lookalikes=True)
     assert not quiet.lookalikes_ran_again and quiet.lookalikes_hidden == 2
+
+
+def test_a_first_job_refused_by_the_nodes_whose_queue_runs_out_before_a_placement_keeps_them_hidden():
+    """Queue d holds a GPU, so c's turns come first until c has no job left: in the long way
+    big1, big2 and big3 are all refused before d's small job is placed, on the same nodes. The
+    cycle does not run again."""
+    conf = load_config(default_config_text())
+    state = _too_big(small="d", d_holds=True)
+    short = run_cycle(state, conf, lookalikes=True)
+    long = run_cycle(state, conf, lookalikes=False)
+    assert [d.task for d in long.of_type("bind")] == ["default/small-0"]
+    assert not short.lookalikes_ran_again and short.lookalikes_hidden == 2
+    _same_results(short, long)
 
 
 def test_a_kind_whose_fit_errors_cannot_be_told_for_each_lookalike_is_shown_from_then_on():

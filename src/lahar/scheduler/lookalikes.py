@@ -17,8 +17,8 @@ the long way has it waiting in the queue's heap, and the others wait behind that
 
 ``settled`` tells, once the actions are done, whether the shortcut held: nothing was decided but
 allocate's binds, no other task moved, each first job still waits with every task pending,
-without fit errors or refused by the nodes as the last decision left them (each look-alike
-would meet the same nodes), and where something was bound each first job comes first of its
+without fit errors or refused by the nodes with nothing decided before its queue ran out of
+jobs (each look-alike would meet the same nodes), and where something was bound each first job comes first of its
 kind in job order. The close then gives each hidden job its first job's phase, reason (the
 ``deserved`` and ``no-node-fits`` reasons name the queue, the request or the nodes, never the
 job) and this session's conditions (gang's names a refused job's task: each look-alike's names
@@ -109,8 +109,10 @@ class Hidden:
         self.firsts = firsts  # the first jobs with a look-alike hidden behind them, each once
         self.changes: dict[str, int] = {}  # each job left in the session: its tasks' change count when the actions began
         self.revealed: list[str] = []  # hidden jobs shown to the actions since (``show_next``), in that order
-        # jobs allocate tried and refused (discarded): how many decisions the session held then
+        # how many decisions the session held when allocate refused (discarded) each job it
+        # tried, and when each queue's turn found no job left (``settled``)
         self.refused_at: dict[str, int] = {}
+        self.drained_at: dict[str, int] = {}
 
     @property
     def first_of(self) -> dict[str, str]:
@@ -322,14 +324,14 @@ def settled(ssn: Session, hidden: Hidden) -> bool:
     decided, or allocate bound tasks (``show_next`` then showed each bound first job's next
     look-alike) and nothing else was decided; no other task of any job moved (not even to be
     put back), and each first job of a kind still waits as it did: without fit errors, or
-    refused by the nodes as they stood when the actions ended (``_refused_by_the_nodes_left``).
+    refused by the nodes as each of its look-alikes would be (``_refused_by_the_nodes_met``).
 
     Without decisions the session was the same from the first action to the last, so each
     hidden job would have met what its first job met. With binds, each kind's first job must
     come first in job order: each of its look-alikes then came up after it in the long way,
     and a queue only holds more as allocate goes on, so it refused them as it refused the
-    first (asked about their tasks alone: no fit errors; tried on the nodes after the last
-    decision: the same nodes, so the same fit errors)."""
+    first (asked about their tasks alone: no fit errors; tried on the nodes before anything
+    changed them: the same fit errors)."""
     if ssn.hidden_inexact:
         return False
     bound: set[str] = set()
@@ -344,26 +346,28 @@ def settled(ssn: Session, hidden: Hidden) -> bool:
         job = ssn.jobs[uid]
         if job.phase != "Inqueue":
             return False
-        if (job.fit_errors or job.job_fit_errors) and not _refused_by_the_nodes_left(ssn, hidden, job):
+        if (job.fit_errors or job.job_fit_errors) and not _refused_by_the_nodes_met(hidden, job):
             return False
     return not bound or _firsts_come_first(hidden)
 
 
-def _refused_by_the_nodes_left(ssn: Session, hidden: Hidden, job: JobInfo) -> bool:
+def _refused_by_the_nodes_met(hidden: Hidden, job: JobInfo) -> bool:
     """Whether a first job with fit errors tells what each of its look-alikes meets in the long
-    way: allocate refused it with no decision after (each look-alike is tried after it, on the
-    same nodes: the same node errors), and those errors are told for each look-alike: of its one
-    task, node errors alone (gang's message then names that task: ``NamedConditions``; the
-    reason names none). A kind whose errors cannot be told so is shown from then on."""
+    way: allocate refused it, and no decision came before its queue's turn found no job left.
+    Its look-alikes come up at its queue's turns after it (later in job order), so each is tried
+    on the same nodes (the same node errors), its queue holding the same. And those errors are
+    told for each look-alike: of its one task, node errors alone (gang's message then names that
+    task: ``NamedConditions``; the reason names none). A kind whose errors cannot be told so is
+    shown from then on."""
     if job.job_fit_errors or len(job.tasks) != 1 or len(job.fit_errors) != 1 or next(iter(job.fit_errors.values())).err:
         _show_kind_from_now_on(job)
         return False
-    return hidden.refused_at.get(job.uid, -1) == len(ssn.decisions)
+    return hidden.refused_at.get(job.uid, -1) == hidden.drained_at.get(job.queue, -2)
 
 
 def _show_kind_from_now_on(job: JobInfo) -> None:
     """A first job met the nodes and was refused there with fit errors that are not told for each
-    look-alike (``_refused_by_the_nodes_left``): each of its look-alikes would be tried on the
+    look-alike (``_refused_by_the_nodes_met``): each of its look-alikes would be tried on the
     nodes too, and its conditions name its own tasks. The kind is no longer hidden, so that the
     cycles after this one can hide the others (a deep backlog's queue whose first job waits for
     a node with room would otherwise send every cycle the long way)."""
@@ -391,7 +395,7 @@ def _firsts_come_first(hidden: Hidden) -> bool:
 class NamedConditions:
     """The conditions this session wrote for a first job refused by the nodes, for each of its
     look-alikes: gang's Unschedulable message names the first job's one task (``gang.origin``),
-    each look-alike's names its own; the rest reads the same (``_refused_by_the_nodes_left``).
+    each look-alike's names its own; the rest reads the same (``_refused_by_the_nodes_met``).
     Each condition that names it is kept as the text before the name and after it, so that a
     look-alike's is one new string and one new map (thousands of look-alikes every cycle)."""
 

@@ -51,6 +51,8 @@ def execute(ssn: Session) -> None:
             jobs_by_queue[queue.uid] = _job_heap(ssn, entries, worksheets)
         jobs = jobs_by_queue.get(queue.uid)
         if jobs is None or jobs.empty():
+            if jobs is not None and ssn.lookalikes is not None:
+                ssn.lookalikes.drained_at[queue.uid] = len(ssn.decisions)  # ``lookalikes.settled``
             continue
         if queue.uid in placed:  # it holds more now: it may refuse all that is left
             placed.discard(queue.uid)
@@ -60,7 +62,7 @@ def execute(ssn: Session) -> None:
         tasks = _worksheet(ssn, worksheets, job.uid)
         stmt = allocate_tasks(ssn, job, tasks, cache_errors)
         if stmt is None and ssn.lookalikes is not None:
-            ssn.lookalikes.refused_at[job.uid] = len(ssn.decisions)  # the nodes it met (``lookalikes.settled``)
+            ssn.lookalikes.refused_at[job.uid] = len(ssn.decisions)  # ``lookalikes.settled``
         if stmt is not None:
             placed.add(queue.uid)
             if ssn.job_ready(job):
