@@ -536,15 +536,16 @@ def test_a_job_asking_for_a_part_of_a_unit_is_not_counted_at_once():
 def test_a_lookalikes_conditions_name_its_own_task_where_the_first_jobs_named_its():
     """The name is replaced where gang wrote it, even when it also reads elsewhere in the message;
     a condition that does not name the task is shared as it is."""
-    from types import SimpleNamespace
-
-    def job(name: str) -> SimpleNamespace:
-        return SimpleNamespace(tasks={"uid": SimpleNamespace(name=name)})
-
+    objects = [queue("c").weight(1).build()]
+    for group, task in (("x", "is"), ("y", "big2-0")):
+        objects += [podgroup(group).queue("c").min_member(1).phase("Inqueue").build(), pod(task).requests(gpu=1).group(group).build()]
+    jobs = ClusterState.from_objects(objects).jobs
+    first, lookalike = jobs["default/x"], jobs["default/y"]
+    assert [t.name for t in first.tasks.values()] == ["is"]
     message = "1/1 tasks in gang unschedulable: is. Origin reason is is: 0/2 nodes are unavailable: 2 Insufficient is."
     named = {"type": "Unschedulable", "transitionID": "cycle-1", "message": message}
     other = {"type": "Scheduled", "message": "tasks in gang are ready to be scheduled"}
-    made = lookalikes.NamedConditions(job("is"), [other, named]).of(job("big2-0"))
+    made = lookalikes.NamedConditions(first, [other, named]).of(lookalike)
     assert made[0] is other
     assert made[1] == {**named, "message": message.replace("reason is is:", "reason is big2-0:")}
     assert named["message"] == message  # the first job's own is left as it was
