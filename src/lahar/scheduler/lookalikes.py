@@ -36,7 +36,7 @@ from typing import Any, Final
 
 from lahar.scheduler.api import PENDING, JobInfo, TaskInfo
 from lahar.scheduler.framework.session import Session
-from lahar.scheduler.plugins.gang import origin
+from lahar.scheduler.plugins.gang import ORIGIN, origin
 from lahar.scheduler.plugins.queueattr import lookalikes_room
 
 __all__ = ["Hidden", "Kind", "NamedConditions", "group", "hide", "settled", "show_next", "reason_for", "PLUGINS", "REASONS"]
@@ -411,7 +411,7 @@ class NamedConditions:
             if at < 0:
                 self.parts.append((condition, "", ""))
                 continue
-            start = at + _BEFORE_NAME  # the origin's ": " then begins the text after the name
+            start = at + len(ORIGIN)  # the origin's ": " then begins the text after the name
             self.parts.append((condition, message[:start], message[start + len(name) :]))
 
     def of(self, job: JobInfo) -> list[dict[str, Any]]:
@@ -425,9 +425,6 @@ class NamedConditions:
             made["message"] = f"{before}{name}{after}"  # compiled: one new string (two concatenations make two)
             found.append(made)
         return found
-
-
-_BEFORE_NAME: Final = len(origin("")) - 2  # what ``origin`` writes before the name
 
 
 def _only_task(job: JobInfo) -> TaskInfo:

@@ -123,9 +123,13 @@ def _fit_error_tail(job: JobInfo) -> str:
     return ""
 
 
+# What comes before the name of the task whose node errors end the Unschedulable message
+ORIGIN: Final = ". Origin reason is "
+
+
 def origin(task_name: str) -> str:
     """What names, in the Unschedulable message, the task whose node errors end it."""
-    return f". Origin reason is {task_name}: "
+    return f"{ORIGIN}{task_name}: "
 
 
 @lru_cache(maxsize=4096)
