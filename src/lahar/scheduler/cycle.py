@@ -233,8 +233,8 @@ def _hidden_outcome(
     running, nothing else), the conditions the plugins wrote this session for its first job
     (``first_conditions``; gang's: the same task counts and no fit error give the same
     message; a first job refused by the nodes names its task there, so each look-alike gets
-    them naming its own: ``NamedConditions``) beside its own of other types, no pod running, ended or failed (every task
-    waits), and the first job's reason with its own uid (``before``'s, the job's last outcome,
+    them naming its own: ``NamedConditions``) beside its own of other types, no pod running,
+    ended or failed (every task waits), and the first job's reason with its own uid (``before``'s, the job's last outcome,
     when that reads the same: ``HiddenReasons``); None when that reason may name the job. The
     condition objects are its first job's own (no one changes a condition or a reason in
     place: a new one replaces it)."""

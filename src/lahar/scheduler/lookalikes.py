@@ -18,8 +18,8 @@ the long way has it waiting in the queue's heap, and the others wait behind that
 ``settled`` tells, once the actions are done, whether the shortcut held: nothing was decided but
 allocate's binds, no other task moved, each first job still waits with every task pending,
 without fit errors or refused by the nodes with nothing decided before its queue ran out of
-jobs (each look-alike would meet the same nodes), and where something was bound each first job comes first of its
-kind in job order. The close then gives each hidden job its first job's phase, reason (the
+jobs (each look-alike would meet the same nodes), and where something was bound each first job
+comes first of its kind in job order. The close then gives each hidden job its first job's phase, reason (the
 ``deserved`` and ``no-node-fits`` reasons name the queue, the request or the nodes, never the
 job) and this session's conditions (gang's names a refused job's task: each look-alike's names
 its own). When the shortcut did not hold the caller runs the cycle again the long way.
@@ -68,8 +68,9 @@ class Kind:
         # an attribute read where a map of kinds would be a lookup per job; one pair, read and
         # written at once (sessions in other threads group the same kinds)
         self.grouped: tuple[int, _Group | None] = (-1, None)
-        # set once a first job of the kind met the nodes (fit errors): its look-alikes would each
-        # meet them too, so they are no longer hidden (``settled``; kept until the table is emptied)
+        # set once a first job of the kind was refused by the nodes with fit errors that are not
+        # told for each look-alike (several tasks, a job-level or non-node error): its look-alikes
+        # are no longer hidden (``settled``; kept until the table is emptied)
         self.shown = False
 
 
