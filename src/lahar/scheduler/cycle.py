@@ -21,7 +21,7 @@ from lahar.scheduler.cache import ClusterState
 from lahar.scheduler.columnar import NodeIndex
 from lahar.scheduler.framework.config import SchedulerConf
 from lahar.scheduler.framework.session import Decision, Session
-from lahar.scheduler.lookalikes import Hidden, HiddenReasons, NamedConditions, group, hide, settled
+from lahar.scheduler.lookalikes import Hidden, HiddenReasons, NamedConditions, group, hide, settled, show_untold_kinds, told
 from lahar.scheduler.plugins import PLUGINS
 from lahar.scheduler.plugins.queueattr import allocations_by_parts
 from lahar.scheduler.reasons import explain_made_of
@@ -283,7 +283,7 @@ def _cycle_with_lookalikes_hidden(
     state: ClusterState, conf: SchedulerConf, now: float, uid: str, columnar: bool, previous: dict[str, JobOutcome] | None
 ) -> CycleResult | None:
     """The cycle with look-alike waiting jobs hidden from the actions; None when it must run
-    again without. Decisions of any action but allocate end the try at once."""
+    again without. Decisions that cannot stand with jobs hidden (``told``) end the try at once."""
     ssn = _new_session(state, conf, now, uid, columnar)
     grouped = group(ssn)  # look-alikes described in earlier cycles: proportion counts them at once
     _open_plugins(ssn)
@@ -291,11 +291,12 @@ def _cycle_with_lookalikes_hidden(
     for action in conf.actions:
         decided = len(ssn.decisions)
         ACTIONS[action](ssn)
-        if hidden is not None and (ssn.hidden_inexact or (action != "allocate" and len(ssn.decisions) > decided)):
-            ssn.hidden_inexact = True  # only allocate's binds are followed (``settled``): it will run again
+        if hidden is not None and (ssn.hidden_inexact or not told(ssn, hidden, action, decided)):
+            ssn.hidden_inexact = True  # only allocate's binds and some of preempt's reservations are followed: it will run again
             break  # the rest would be spent for nothing
     if hidden is None:
         return close_session(ssn, previous)
+    show_untold_kinds(ssn, hidden)
     if not settled(ssn, hidden):
         ssn.release()
         return None

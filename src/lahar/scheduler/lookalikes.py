@@ -13,10 +13,13 @@ number and the totals stay below 2**53; past that ``settled`` says no).
 
 A cycle after a task ended mostly binds a job or two and refuses the rest: when allocate binds
 a kind's first job, ``show_next`` shows the kind's next job (in job order) to the actions, where
-the long way has it waiting in the queue's heap, and the others wait behind that one.
+the long way has it waiting in the queue's heap, and the others wait behind that one. A cycle
+while a node stays idle mostly has preempt reserve (pipeline) tasks of a gang that does not fit
+whole: where it evicts nothing, in a queue that hides no job, that is followed too (``told``).
 
 ``settled`` tells, once the actions are done, whether the shortcut held: nothing was decided but
-allocate's binds, no other task moved, each first job still waits with every task pending,
+allocate's binds and those reservations, no other task moved but to be put back (a statement
+discarded), each first job still waits with every task pending,
 without fit errors or refused by the nodes with nothing decided before its queue ran out of
 jobs (each look-alike would meet the same nodes), and where something was bound each first job
 comes first of its kind in job order. The close then gives each hidden job its first job's phase, reason (the
@@ -34,12 +37,12 @@ import itertools
 import json
 from typing import Any, Final
 
-from lahar.scheduler.api import PENDING, JobInfo, TaskInfo
+from lahar.scheduler.api import ALLOCATED, PENDING, PIPELINED, JobInfo, TaskInfo
 from lahar.scheduler.framework.session import Session
 from lahar.scheduler.plugins.gang import ORIGIN, origin
 from lahar.scheduler.plugins.queueattr import lookalikes_room
 
-__all__ = ["Hidden", "Kind", "NamedConditions", "group", "hide", "settled", "show_next", "reason_for", "PLUGINS", "REASONS"]
+__all__ = ["Hidden", "Kind", "NamedConditions", "group", "hide", "settled", "show_next", "show_untold_kinds", "told", "reason_for", "PLUGINS", "REASONS"]
 
 # Plugins whose answers about a waiting job read only its queue, priority, specs and tasks (and
 # its name and creation time for order alone)
@@ -70,7 +73,7 @@ class Kind:
         self.grouped: tuple[int, _Group | None] = (-1, None)
         # set once a first job of the kind was refused by the nodes with fit errors that are not
         # told for each look-alike (several tasks, a job-level or non-node error): its look-alikes
-        # are no longer hidden (``settled``; kept until the table is emptied)
+        # are no longer hidden (``show_untold_kinds``; kept until the table is emptied)
         self.shown = False
 
 
@@ -104,16 +107,20 @@ class Hidden:
     aside, each behind the first job of its kind (which comes before it in that order): that
     job's uid is kept on the session copy (``JobInfo.hidden_behind``), not in a map."""
 
-    def __init__(self, every: dict[str, JobInfo], count: int, firsts: set[str]) -> None:
+    def __init__(self, every: dict[str, JobInfo], count: int, firsts: dict[str, Kind]) -> None:
         self.every = every
         self.count = count
-        self.firsts = firsts  # the first jobs with a look-alike hidden behind them, each once
+        # the first jobs with a look-alike hidden behind them, each once, and its kind (its facts
+        # are worked out afresh once its tasks move: ``show_untold_kinds``)
+        self.firsts = firsts
         self.changes: dict[str, int] = {}  # each job left in the session: its tasks' change count when the actions began
         self.revealed: list[str] = []  # hidden jobs shown to the actions since (``show_next``), in that order
         # how many decisions the session held when allocate refused (discarded) each job it
         # tried, and when each queue's turn found no job left (``settled``)
         self.refused_at: dict[str, int] = {}
         self.drained_at: dict[str, int] = {}
+        # the tasks preempt reserved (pipelined) in queues that hide no job (``told``)
+        self.reserved: set[str] = set()
 
     @property
     def first_of(self) -> dict[str, str]:
@@ -124,10 +131,10 @@ class Hidden:
 class _Group:
     """A kind's first job in ``group``, how many look-alikes it stands for, and at most how many."""
 
-    __slots__ = ("first", "count", "room")
+    __slots__ = ("first", "kind", "count", "room")
 
-    def __init__(self, first: str, room: int) -> None:
-        self.first, self.count, self.room = first, 0, room
+    def __init__(self, first: str, kind: Kind, room: int) -> None:
+        self.first, self.kind, self.count, self.room = first, kind, 0, room
 
 
 def group(ssn: Session) -> Hidden | None:
@@ -148,7 +155,7 @@ def group(ssn: Session) -> Hidden | None:
             met, found = kind.grouped
             if met != grouping or found is None:
                 # the queue is the kind's: asked of its first job (room for none when not Open)
-                found = _Group(uid, lookalikes_room(job) if _queue_open(ssn, job) else 0)
+                found = _Group(uid, kind, lookalikes_room(job) if _queue_open(ssn, job) else 0)
                 kind.grouped = (grouping, found)
                 groups.append(found)
             elif found.count < found.room:
@@ -161,7 +168,7 @@ def group(ssn: Session) -> Hidden | None:
         return None
     ssn.hidden_counts = {found.first: found.count for found in groups if found.count}
     ssn.jobs = shown
-    return Hidden(every, count, set(ssn.hidden_counts))
+    return Hidden(every, count, {found.first: found.kind for found in groups if found.count})
 
 
 def hide(ssn: Session, grouped: Hidden | None = None) -> Hidden | None:
@@ -171,20 +178,21 @@ def hide(ssn: Session, grouped: Hidden | None = None) -> Hidden | None:
         return None
     first: dict[Kind, str] = {}
     count = grouped.count if grouped is not None else 0  # those ``group`` set aside stay so
-    anchors = grouped.firsts if grouped is not None else set()  # stay shown: their look-alikes' outcomes come from theirs
-    firsts = set(anchors)
+    anchors = grouped.firsts if grouped is not None else {}  # stay shown: their look-alikes' outcomes come from theirs
+    firsts = dict(anchors)
     shown: dict[str, JobInfo] = {}
     changes: dict[str, int] = {}
     for uid, job in ssn.jobs.items():
         kind = _kind(ssn, job)
-        found = first.get(kind) if kind is not None else None
-        if found is not None and uid not in anchors:
-            job.hidden_behind = found
-            count += 1
-            firsts.add(found)
-            continue
-        if kind is not None and found is None:
-            first[kind] = uid
+        if kind is not None:
+            found = first.get(kind)
+            if found is None:
+                first[kind] = uid
+            elif uid not in anchors:
+                job.hidden_behind = found
+                count += 1
+                firsts[found] = kind
+                continue
         shown[uid] = job
         changes[uid] = job.changes
     if not count:
@@ -287,7 +295,7 @@ def show_next(ssn: Session, placed: JobInfo) -> JobInfo | None:
     if hidden is None or placed.uid not in hidden.firsts:
         return None
     behind = [job for job in hidden.every.values() if job.hidden_behind == placed.uid]
-    hidden.firsts.discard(placed.uid)
+    kind = hidden.firsts.pop(placed.uid)
     if not behind:
         return None
     shown = behind[0]
@@ -302,7 +310,7 @@ def show_next(ssn: Session, placed: JobInfo) -> JobInfo | None:
         if job is not shown:
             job.hidden_behind = shown.uid
     if len(behind) > 1:
-        hidden.firsts.add(shown.uid)
+        hidden.firsts[shown.uid] = kind
     hidden.count -= 1
     hidden.changes[shown.uid] = shown.changes
     hidden.revealed.append(shown.uid)
@@ -320,28 +328,57 @@ def _earlier(job: JobInfo, other: JobInfo) -> bool:
     return job.uid < other.uid
 
 
+def told(ssn: Session, hidden: Hidden, action: str, since: int) -> bool:
+    """Whether the decisions ``action`` made (those from ``since`` on) may stand with jobs
+    hidden: allocate's (``settled`` follows its binds), and preempt's reservations that evict
+    nothing, each in a queue that hides no job (noted in ``hidden.reserved``).
+
+    Preempt takes the queues one at a time, each queue's two phases whole, in an order set when
+    it begins (the same either way: hidden jobs count in every queue's share). A queue that
+    hides jobs is then looked at wholly before such a reservation or wholly after it, its first
+    jobs and their look-alikes alike; what the reservation changes (a node's room, its queue's
+    share) is the same for each of them. Within the reserving queue its jobs come up in job
+    order (phase A) and session order (phase B), so a look-alike hidden there could come up
+    after the reservation where its first job came up before: that is not told."""
+    decisions = ssn.decisions
+    if len(decisions) == since or action == "allocate":
+        return True
+    if action != "preempt":
+        return False
+    hiding = {ssn.jobs[uid].queue for uid in hidden.firsts}
+    for decision in decisions[since:]:
+        if decision.type != "pipeline" or decision.queue is None or decision.queue in hiding:
+            return False
+        hidden.reserved.add(decision.task)
+    return True
+
+
 def settled(ssn: Session, hidden: Hidden) -> bool:
     """Whether the actions ran as they would have with the hidden jobs in. Either nothing was
     decided, or allocate bound tasks (``show_next`` then showed each bound first job's next
-    look-alike) and nothing else was decided; no other task of any job moved (not even to be
-    put back), and each first job of a kind still waits as it did: without fit errors, or
-    refused by the nodes as each of its look-alikes would be (``_refused_by_the_nodes_met``).
+    look-alike) and preempt reserved tasks as ``told`` allows, and nothing else was decided; no
+    other task of any job moved but to be put back, and each first job of a kind still waits as
+    it did: without fit errors, or refused by the nodes as each of its look-alikes would be
+    (``_refused_by_the_nodes_met``).
 
-    Without decisions the session was the same from the first action to the last, so each
-    hidden job would have met what its first job met. With binds, each kind's first job must
-    come first in job order: each of its look-alikes then came up after it in the long way,
-    and a queue only holds more as allocate goes on, so it refused them as it refused the
-    first (asked about their tasks alone: no fit errors; tried on the nodes before anything
-    changed them: the same fit errors)."""
+    Without decisions the session was the same from the first action to the last, but between
+    the tries of a statement and its discard, so each hidden job would have met what its first
+    job met. With binds, each kind's first job must come first in job order: each of its
+    look-alikes then came up after it in the long way, and a queue only holds more as allocate
+    goes on, so it refused them as it refused the first (asked about their tasks alone: no fit
+    errors; tried on the nodes before anything changed them: the same fit errors)."""
     if ssn.hidden_inexact:
         return False
     bound: set[str] = set()
+    reserved = hidden.reserved
     for decision in ssn.decisions:
+        if decision.type == "pipeline" and decision.task in reserved:
+            continue
         if decision.type != "bind" or decision.job is None:
             return False
         bound.add(decision.job)
     for uid, job in ssn.jobs.items():
-        if job.changes != hidden.changes.get(uid) and uid not in bound:
+        if job.changes != hidden.changes.get(uid) and uid not in bound and not _put_back(job, reserved):
             return False
     for uid in hidden.firsts:
         job = ssn.jobs[uid]
@@ -352,29 +389,50 @@ def settled(ssn: Session, hidden: Hidden) -> bool:
     return not bound or _firsts_come_first(hidden)
 
 
+def _put_back(job: JobInfo, reserved: set[str]) -> bool:
+    """Whether a job whose tasks moved holds nothing new but preempt's reservations that
+    ``told`` allowed: every other try was discarded (a statement puts back what it tried), or
+    allocate kept a reservation it reports only at the close (not told)."""
+    if job.status_index.get(ALLOCATED):
+        return False
+    pipelined = job.status_index.get(PIPELINED)
+    if not pipelined:
+        return True
+    for task in pipelined.values():
+        if task.key not in reserved:
+            return False
+    return True
+
+
 def _refused_by_the_nodes_met(hidden: Hidden, job: JobInfo) -> bool:
     """Whether a first job with fit errors tells what each of its look-alikes meets in the long
     way: allocate refused it, and no decision came before its queue's turn found no job left.
     Its look-alikes come up at its queue's turns after it (later in job order), so each is tried
     on the same nodes (the same node errors), its queue holding the same. And those errors are
-    told for each look-alike: of its one task, node errors alone (gang's message then names that
-    task: ``NamedConditions``; the reason names none). A kind whose errors cannot be told so is
-    shown from then on."""
-    if job.job_fit_errors or len(job.tasks) != 1 or len(job.fit_errors) != 1 or next(iter(job.fit_errors.values())).err:
-        _show_kind_from_now_on(job)
+    told for each look-alike (``_told_for_each``)."""
+    if not _told_for_each(job):
         return False
     return hidden.refused_at.get(job.uid, -1) == hidden.drained_at.get(job.queue, -2)
 
 
-def _show_kind_from_now_on(job: JobInfo) -> None:
-    """A first job met the nodes and was refused there with fit errors that are not told for each
-    look-alike (``_refused_by_the_nodes_met``): each of its look-alikes would be tried on the
-    nodes too, and its conditions name its own tasks. The kind is no longer hidden, so that the
-    cycles after this one can hide the others (a deep backlog's queue whose first job waits for
-    a node with room would otherwise send every cycle the long way)."""
-    kind = job.facts.described_kind() if job.facts is not None else None
-    if kind is not None:
-        kind.shown = True
+def _told_for_each(job: JobInfo) -> bool:
+    """Whether a first job's fit errors are told for each of its look-alikes: of its one task,
+    node errors alone (gang's message then names that task: ``NamedConditions``; the reason
+    names none)."""
+    return not job.job_fit_errors and len(job.tasks) == 1 and len(job.fit_errors) == 1 and not next(iter(job.fit_errors.values())).err
+
+
+def show_untold_kinds(ssn: Session, hidden: Hidden) -> None:
+    """After the actions, whatever came of them: each first job refused with fit errors that are
+    not told for each look-alike (``_told_for_each``) has its kind shown from the next cycle on.
+    Each of its look-alikes would be tried on the nodes too, and their conditions name their
+    own tasks; so that the cycles after this one can hide the others (a deep backlog's queue
+    whose first job waits for a node with room would otherwise send every cycle the long way),
+    even when this one ended at a decision about that very job (preempt reserving its tasks)."""
+    for uid, kind in hidden.firsts.items():
+        job = ssn.jobs[uid]
+        if (job.fit_errors or job.job_fit_errors) and not _told_for_each(job):
+            kind.shown = True
 
 
 def _firsts_come_first(hidden: Hidden) -> bool:
