@@ -25,7 +25,7 @@ pytestmark = pytest.mark.python_source
 
 ROOT = Path(__file__).resolve().parents[2]
 SLICE = ROOT / "tests" / "data" / "traces" / "philly-head.csv"
-OWNED = ("tasks", "status_index", "allocated", "total_request", "fit_errors", "conditions", "changes", "facts", "part", "part_alike", "part_changes", "part_phase")
+OWNED = ("tasks", "status_index", "allocated", "total_request", "fit_errors", "conditions", "changes", "facts", "part", "part_alike", "part_changes", "part_phase", "described")
 
 
 def _task_fields(task) -> tuple:

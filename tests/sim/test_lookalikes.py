@@ -658,3 +658,28 @@ def test_a_kind_refused_by_the_nodes_and_reserved_by_preempt_is_shown_from_then_
     assert long.jobs["default/big2"].reason["kind"] == "no-node-fits"
     _same_results(first, long)
     _same_results(again, long)
+
+
+@pytest.mark.python_source
+def test_a_job_tried_and_put_back_is_not_described_again(monkeypatch):
+    """The gang is tried and put back in every cycle (``_reserving``): its session copy moved, so
+    the next snapshot clones it afresh, but the job stands and so does its description
+    (``JobInfo.described``): the next cycle describes no job, and still decides as the long way."""
+    conf = load_config(default_config_text())
+    state = _reserving()
+    described: list[str] = []
+    original = lookalikes._described
+
+    def counted(job):
+        described.append(job.uid)
+        return original(job)
+
+    monkeypatch.setattr(lookalikes, "_described", counted)
+    first = run_cycle(state, conf, 0.0, uid="cycle-1", lookalikes=True)
+    assert "default/gang" in described and not first.lookalikes_ran_again
+    described.clear()
+    second = run_cycle(state, conf, 1.0, uid="cycle-2", previous=first.jobs, lookalikes=True)
+    assert described == [] and not second.lookalikes_ran_again and second.lookalikes_hidden == 2
+    assert state.jobs["default/gang"].twin.described is not None
+    _same_results(second, run_cycle(_reserving(), conf, 1.0, uid="cycle-2", previous=first.jobs, lookalikes=False))
+

@@ -331,6 +331,12 @@ class JobInfo:
     # first job of its kind, which the actions look at in its place; "" when it is not set aside
     # (every snapshot hands a copy on with ""); a class default too, as ``facts``
     hidden_behind: str = ""
+    # the kind of look-alike waiting job it was described as and that table's generation
+    # (``lahar.scheduler.lookalikes``; kind None: not one), kept past the facts its tasks'
+    # moves made stale, and handed to the next copy while the cache job stands: a kind reads
+    # the job's queue, priority, podgroup and pods, which no session changes; a class default
+    # too, as ``facts``
+    described: "tuple[Any, int] | None" = None
 
     def __init__(
         self,
@@ -378,6 +384,7 @@ class JobInfo:
         self.part_changes = -1
         self.part_phase = ""
         self.hidden_behind = ""
+        self.described: tuple[Any, int] | None = None
 
     def _read_podgroup_spec(self) -> None:
         """The podgroup's minMember and the names its minResources lists, read once: every cycle

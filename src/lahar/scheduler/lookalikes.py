@@ -245,9 +245,11 @@ def _kind_of_waiting(ssn: Session, job: JobInfo, known_only: bool) -> Kind | Non
         described = _described(job)
         facts.kind = _KINDS.canonical((job.queue, job.priority, described)) if described else None
         facts.kind_generation = _KINDS.generation
+        job.described = (facts.kind, facts.kind_generation)
     elif facts.kind is not None and facts.kind_generation != _KINDS.generation:
         facts.kind = _KINDS.canonical(facts.kind.description)
         facts.kind_generation = _KINDS.generation
+        job.described = (facts.kind, facts.kind_generation)
     kind = facts.kind
     return None if kind is not None and kind.shown else kind
 

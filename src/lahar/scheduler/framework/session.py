@@ -100,9 +100,13 @@ class JobFacts:
         # whoever works it out (session close: the gang message, the phase counts, the request)
         self.kept: dict[str, Any] = {}
         # the job's kind of look-alike waiting job (``lahar.scheduler.lookalikes``), None when it is
-        # none, from that table's generation; -1 while not described
+        # none, from that table's generation; -1 while not described (the job's own description
+        # outlives facts made stale by its tasks' moves: ``JobInfo.described``)
         self.kind: Any = None
         self.kind_generation = -1
+        described = job.described
+        if described is not None:
+            self.kind, self.kind_generation = described
 
     def described_kind(self) -> Any:
         """The job's kind of look-alike waiting job when a cycle described it, else None. Jobs of
