@@ -683,3 +683,32 @@ def test_a_job_tried_and_put_back_is_not_described_again(monkeypatch):
     assert state.jobs["default/gang"].twin.described is not None
     _same_results(second, run_cycle(_reserving(), conf, 1.0, uid="cycle-2", previous=first.jobs, lookalikes=False))
 
+
+@pytest.mark.python_source
+def test_preempt_tries_one_job_of_a_kind_until_something_is_committed(monkeypatch):
+    """big1 to big3 look alike and are shown (``_too_big`` with 4-GPU gangs: their fit errors
+    are not told per look-alike). Preempt's phase A tries big1, reserves one task, cannot place
+    the other and puts it back: big2 and big3 would meet the very same session, so they are not
+    tried. The cycle decides and explains as the one that tries each."""
+    from lahar.scheduler.actions import preempt
+
+    conf = load_config(default_config_text())
+    state = _too_big(gpus=4, tasks=2, d_holds=True)
+    state.upsert(node("m3", cpu="64", memory="512Gi", gpu=2, pods=110))
+    run_cycle(state, conf, lookalikes=True)  # describes the kind, shown from now on (if not shown yet)
+    tried: list[str] = []
+    original = preempt.preempt
+
+    def counted(ssn, stmt, preemptor, keep, phase="A"):
+        tried.append(f"{phase} {preemptor.name}")
+        return original(ssn, stmt, preemptor, keep, phase)
+
+    monkeypatch.setattr(preempt, "preempt", counted)
+    once = run_cycle(state, conf, lookalikes=True)
+    assert [t for t in tried if t.startswith("A")] == ["A big1-0", "A big1-1"]
+    tried.clear()
+    monkeypatch.setattr(preempt, "plugins_known", lambda ssn: False)
+    each = run_cycle(state, conf, lookalikes=True)
+    assert [t for t in tried if t.startswith("A")] == ["A big1-0", "A big1-1", "A big2-0", "A big2-1", "A big3-0", "A big3-1"]
+    assert [(d.type, d.task, d.node) for d in once.decisions] == [("pipeline", "default/big1-0", "m2")]
+    _same_results(once, each)

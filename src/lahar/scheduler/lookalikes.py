@@ -42,7 +42,7 @@ from lahar.scheduler.framework.session import Session
 from lahar.scheduler.plugins.gang import ORIGIN, origin
 from lahar.scheduler.plugins.queueattr import lookalikes_room
 
-__all__ = ["Hidden", "Kind", "NamedConditions", "group", "hide", "settled", "show_next", "show_untold_kinds", "told", "reason_for", "PLUGINS", "REASONS"]
+__all__ = ["Hidden", "Kind", "NamedConditions", "group", "hide", "settled", "show_next", "show_untold_kinds", "told", "plugins_known", "reason_for", "PLUGINS", "REASONS"]
 
 # Plugins whose answers about a waiting job read only its queue, priority, specs and tasks (and
 # its name and creation time for order alone)
@@ -142,7 +142,7 @@ def group(ssn: Session) -> Hidden | None:
     (kept with its facts) behind the first job of that kind, and count them per first job in
     ``ssn.hidden_counts``, so that proportion adds their requests once (``add_lookalikes``)
     instead of job by job. None when nothing was set aside."""
-    if not _plugins_known(ssn):
+    if not plugins_known(ssn):
         return None
     groups: list[_Group] = []
     grouping = next(_GROUPINGS)
@@ -174,7 +174,7 @@ def group(ssn: Session) -> Hidden | None:
 def hide(ssn: Session, grouped: Hidden | None = None) -> Hidden | None:
     """After the plugins open: keep one waiting job of each kind in ``ssn.jobs`` (the jobs that
     ``group`` set others aside behind stay); None when nothing is set aside."""
-    if grouped is None and not _plugins_known(ssn):
+    if grouped is None and not plugins_known(ssn):
         return None
     first: dict[Kind, str] = {}
     count = grouped.count if grouped is not None else 0  # those ``group`` set aside stay so
@@ -203,8 +203,9 @@ def hide(ssn: Session, grouped: Hidden | None = None) -> Hidden | None:
     return hidden
 
 
-def _plugins_known(ssn: Session) -> bool:
-    """Whether every plugin of the session's configuration is one of ``PLUGINS``."""
+def plugins_known(ssn: Session) -> bool:
+    """Whether every plugin of the session's configuration is one of ``PLUGINS``: look-alike
+    jobs then meet alike whatever they meet."""
     return all(option.name in PLUGINS for tier in ssn.conf.tiers for option in tier.plugins)
 
 

@@ -20,6 +20,7 @@ from lahar.resources import Dim
 from lahar.scheduler.api import PENDING, JobInfo, NodeInfo, QueueInfo, TaskInfo, preemptable_status
 from lahar.scheduler.framework.session import Session
 from lahar.scheduler.framework.statement import Statement
+from lahar.scheduler.lookalikes import plugins_known
 from lahar.scheduler.pqueue import PriorityQueue
 
 
@@ -56,8 +57,16 @@ def _between_jobs(ssn: Session, starving: list[JobInfo], reads_requests: bool) -
     if all(_nothing_to_do(ssn, job, answers) for job in starving):
         return  # taking the jobs in order would change nothing (a deep backlog pays for the heap)
     jobs, tasks = _heaps(ssn, starving)
+    # kinds of look-alike job (``_kind_of``) one of which was tried and put back since anything
+    # was last committed: each other job of the kind would be tried on the very same session and
+    # put back alike (the same queue, priority and tasks but for their names, and plugins that
+    # read no more: ``lookalikes.plugins_known``), changing nothing, so it is not tried again
+    put_back: set[object] | None = set() if plugins_known(ssn) else None
     while not jobs.empty():
         job = jobs.pop()
+        kind = _kind_of(ssn, job) if put_back is not None else None
+        if kind is not None and put_back is not None and kind in put_back:
+            continue
         stmt = Statement(ssn)
         while ssn.job_starving(job) and not tasks[job.uid].empty():
             preemptor = tasks[job.uid].pop()
@@ -69,8 +78,12 @@ def _between_jobs(ssn: Session, starving: list[JobInfo], reads_requests: bool) -
             preempt(ssn, stmt, preemptor, other_jobs)
         if ssn.job_pipelined(job):
             stmt.commit()
+            if put_back:
+                put_back.clear()
         else:
             stmt.discard()
+            if kind is not None and put_back is not None:
+                put_back.add(kind)
 
 
 def _heaps(ssn: Session, starving: list[JobInfo]) -> tuple[PriorityQueue[JobInfo], dict[str, PriorityQueue[TaskInfo]]]:
