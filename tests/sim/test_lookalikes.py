@@ -712,3 +712,23 @@ def test_preempt_tries_one_job_of_a_kind_until_something_is_committed(monkeypatc
     assert [t for t in tried if t.startswith("A")] == ["A big1-0", "A big1-1", "A big2-0", "A big2-1", "A big3-0", "A big3-1"]
     assert [(d.type, d.task, d.node) for d in once.decisions] == [("pipeline", "default/big1-0", "m2")]
     _same_results(once, each)
+
+
+def test_a_job_holding_a_reserved_task_is_no_lookalike_until_it_is_put_back():
+    """A job's kind outlives the facts its tasks' moves made stale (``JobInfo.described``), but
+    only while every task waits: with a task reserved it is not of its look-alikes' kind (the
+    actions' answers kept per kind would be read for it), and put back it is again."""
+    from lahar.scheduler.framework.statement import Statement
+
+    conf = load_config(default_config_text())
+    ssn = open_session(_too_big(), conf)
+    assert lookalikes.hide(ssn) is not None  # describes big1 to big3
+    big1 = ssn.jobs["default/big1"]
+    kind = ssn.job_facts(big1).described_kind()
+    assert kind is not None
+    stmt = Statement(ssn)
+    stmt.pipeline(next(iter(big1.tasks.values())), "m1")
+    assert ssn.job_facts(big1).described_kind() is None
+    stmt.discard()
+    assert ssn.job_facts(big1).described_kind() is kind
+

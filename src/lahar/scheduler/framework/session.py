@@ -100,13 +100,17 @@ class JobFacts:
         # whoever works it out (session close: the gang message, the phase counts, the request)
         self.kept: dict[str, Any] = {}
         # the job's kind of look-alike waiting job (``lahar.scheduler.lookalikes``), None when it is
-        # none, from that table's generation; -1 while not described (the job's own description
-        # outlives facts made stale by its tasks' moves: ``JobInfo.described``)
+        # none, from that table's generation; -1 while not described. The job's own description
+        # outlives facts made stale by its tasks' moves (``JobInfo.described``), and is its kind
+        # again once every task waits again (put back): a job holding a task placed or reserved
+        # in this session is no look-alike of one that holds none
         self.kind: Any = None
         self.kind_generation = -1
         described = job.described
         if described is not None:
-            self.kind, self.kind_generation = described
+            pending = job.status_index.get(PENDING)
+            if pending is not None and len(pending) == len(job.tasks):
+                self.kind, self.kind_generation = described
 
     def described_kind(self) -> Any:
         """The job's kind of look-alike waiting job when a cycle described it, else None. Jobs of
