@@ -732,3 +732,34 @@ def test_a_job_holding_a_reserved_task_is_no_lookalike_until_it_is_put_back():
     stmt.discard()
     assert ssn.job_facts(big1).described_kind() is kind
 
+
+@pytest.mark.python_source
+def test_allocate_tries_one_job_of_a_kind_until_something_is_placed(monkeypatch):
+    """big1 to big3 look alike and are shown (4-GPU gangs: their fit errors are not told per
+    look-alike). Allocate tries big1, places one task, finds no node for the other and puts it
+    back: big2 and big3 would meet the very same session, so they are not tried, each given the
+    fit errors big1 met at the same place in task order. The cycle decides, explains and
+    conditions every job (gang's message naming each one's own task) as the one that tries each."""
+    from lahar.scheduler.actions import allocate
+
+    conf = load_config(default_config_text())
+    state = _too_big(gpus=4, tasks=2, d_holds=True)
+    state.upsert(node("m3", cpu="64", memory="512Gi", gpu=2, pods=110))
+    run_cycle(state, conf, lookalikes=True)  # describes the kind, shown from now on (if not shown yet)
+    tried: list[str] = []
+    original = allocate._choose_node
+
+    def counted(ssn, task, role_cache):
+        if ssn.uid == "counted":
+            tried.append(task.name)
+        return original(ssn, task, role_cache)
+
+    monkeypatch.setattr(allocate, "_choose_node", counted)
+    once = run_cycle(state, conf, uid="counted", lookalikes=True)
+    assert tried == ["big1-0", "big1-1"]
+    tried.clear()
+    monkeypatch.setattr(allocate, "plugins_known", lambda ssn: False)
+    each = run_cycle(state, conf, uid="counted", lookalikes=True)
+    assert tried == ["big1-0", "big1-1", "big2-0", "big2-1", "big3-0", "big3-1"]
+    _same_results(once, each)
+    assert "big3-1" in repr(once.jobs["default/big3"].conditions) and "big1-1" not in repr(once.jobs["default/big3"].conditions)

@@ -24,7 +24,7 @@ from lahar.scheduler.api import PENDING, FitError, FitErrors, JobInfo, NodeInfo,
 from lahar.scheduler.columnar import ClassView
 from lahar.scheduler.framework.session import Session
 from lahar.scheduler.framework.statement import Statement
-from lahar.scheduler.lookalikes import show_next
+from lahar.scheduler.lookalikes import plugins_known, show_next
 from lahar.scheduler.pqueue import KeyedQueue, PriorityQueue, pop_order
 
 JobHeap = PriorityQueue[JobInfo] | KeyedQueue[JobInfo]
@@ -39,6 +39,9 @@ def execute(ssn: Session) -> None:
     jobs_by_queue: dict[str, JobHeap] = {}
     worksheets: dict[str, Worksheet] = {}
     placed: set[str] = set()  # queues that placed or reserved tasks since their last turn
+    # kinds of look-alike job one of which was tried and put back since anything was last
+    # placed or reserved, with what its try wrote (``_PutBack``)
+    put_back: dict[object, _PutBack] | None = {} if plugins_known(ssn) else None
     while not queues.empty():
         queue = queues.pop()
         if ssn.overused(queue):
@@ -60,10 +63,12 @@ def execute(ssn: Session) -> None:
                 continue
         job = jobs.pop()
         tasks = _worksheet(ssn, worksheets, job.uid)
-        stmt = allocate_tasks(ssn, job, tasks, cache_errors)
+        stmt = _try(ssn, job, tasks, cache_errors, put_back)
         if stmt is None and ssn.lookalikes is not None:
             ssn.lookalikes.refused_at[job.uid] = len(ssn.decisions)  # ``lookalikes.settled``
         if stmt is not None:
+            if put_back:
+                put_back.clear()
             placed.add(queue.uid)
             if ssn.job_ready(job):
                 stmt.commit()
@@ -184,22 +189,68 @@ def _show_next_lookalike(ssn: Session, placed: JobInfo, jobs: JobHeap, worksheet
         jobs.push(shown)
 
 
-def allocate_tasks(ssn: Session, job: JobInfo, tasks: PriorityQueue[TaskInfo], cache_errors: bool = True) -> Statement | None:
-    """Place the job's tasks until it is ready; return the statement, or None when discarded."""
+class _PutBack:
+    """What a look-alike's try wrote before it was put back: the fit errors each task met, by
+    its place in task order; ``told`` is False when it wrote anything else (a note, an error
+    naming the task)."""
+
+    __slots__ = ("errors", "told")
+
+    def __init__(self) -> None:
+        self.errors: list[tuple[int, FitErrors]] = []
+        self.told = True
+
+
+def _try(ssn: Session, job: JobInfo, tasks: PriorityQueue[TaskInfo], cache_errors: bool, put_back: dict[object, _PutBack] | None) -> Statement | None:
+    """``allocate_tasks``, but for a look-alike waiting job (``JobFacts.described_kind``, every
+    task in its worksheet) of a kind one of which was tried and put back since anything was
+    last placed or reserved: it would meet the very same session (the same queue, priority and
+    tasks but for their names, under plugins that read no more: ``lookalikes.plugins_known``),
+    so it is put back alike, its tasks in task order meeting the same fit errors."""
+    kind = ssn.job_facts(job).described_kind() if put_back is not None and len(tasks) == len(job.tasks) else None
+    if kind is None or put_back is None:
+        return allocate_tasks(ssn, job, tasks, cache_errors)
+    known = put_back.get(kind)
+    if known is not None:
+        at = 0
+        for place, errors in known.errors:
+            while at <= place:
+                task = tasks.pop()
+                at += 1
+            job.fit_errors[task.uid] = errors
+        return None
+    trace = _PutBack()
+    stmt = allocate_tasks(ssn, job, tasks, cache_errors, trace)
+    if stmt is None and trace.told:
+        put_back[kind] = trace
+    return stmt
+
+
+def allocate_tasks(ssn: Session, job: JobInfo, tasks: PriorityQueue[TaskInfo], cache_errors: bool = True, trace: _PutBack | None = None) -> Statement | None:
+    """Place the job's tasks until it is ready; return the statement, or None when discarded.
+    ``trace``: what the try writes, noted for its look-alikes (``_try``)."""
     queue = ssn.queues[job.queue]
     stmt = Statement(ssn)
     role_errors: dict[str, dict[str, object]] = {}
+    popped = -1
     while not tasks.empty():
         task = tasks.pop()
+        popped += 1
         if not ssn.allocatable(queue, task):
             ssn.note(job.uid, kind="queue-allocatable", queue=queue.name, task=task.key)
+            if trace is not None:
+                trace.told = False
             continue
         if job.task_has_fit_errors(task):
             errors = FitErrors(err=f"Task {task.name} with role spec {task.role} has already predicated failed, skip")
             job.fit_errors[task.uid] = errors
+            if trace is not None:
+                trace.told = False
             continue
         pre_error = ssn.pre_predicate(task)
         if pre_error:
+            if trace is not None:
+                trace.told = False
             job.fit_errors[task.uid] = _all_nodes_error(ssn, pre_error)
             if job.need_continue_allocating():
                 continue
@@ -208,6 +259,8 @@ def allocate_tasks(ssn: Session, job: JobInfo, tasks: PriorityQueue[TaskInfo], c
         if node is None:
             assert why is not None  # no node comes with the reason
             job.fit_errors[task.uid] = why
+            if trace is not None:
+                trace.errors.append((popped, why))
             if job.need_continue_allocating():
                 continue
             break
