@@ -251,7 +251,7 @@ def _kind_of_waiting(ssn: Session, job: JobInfo, known_only: bool) -> Kind | Non
         facts.kind = _KINDS.canonical(facts.kind.description)
         facts.kind_generation = _KINDS.generation
         job.described = (facts.kind, facts.kind_generation)
-    kind = facts.kind
+    kind: Kind | None = facts.kind  # typed: compiled, ``shown`` is then read without a lookup by name
     return None if kind is not None and kind.shown else kind
 
 
