@@ -607,37 +607,45 @@ def test_a_reservation_by_preempt_in_a_queue_that_hides_nothing_keeps_the_lookal
     assert short.jobs["default/w3"].reason["kind"] == "deserved"
 
 
-def test_a_reservation_by_preempt_in_a_queue_that_hides_lookalikes_runs_the_cycle_again():
-    """A gang of two 4-GPU tasks in queue c, beside big1 to big3 (refused by the nodes, big2 and
-    big3 hidden): preempt reserves one task where 4 GPUs are free. It takes a queue's jobs in its
-    own order, so a look-alike could come up after the reservation where its first job came up
-    before it: that is not told, and the cycle runs again, with the long way's result."""
+def _gang_beside_big() -> ClusterState:
+    """``_too_big`` (big1 to big3 refused by the nodes) with a gang of two 4-GPU tasks in queue
+    c: preempt reserves one of its tasks where 4 GPUs are free."""
+    found = _too_big(d_holds=True)
+    for obj in (podgroup("gang").queue("c").min_member(2).phase("Inqueue").build(), pod("gang-0").requests(gpu=4).group("gang").build(), pod("gang-1").requests(gpu=4).group("gang").build()):
+        found.upsert(obj)
+    return found
+
+
+@pytest.mark.parametrize(
+    "state, reserved",
+    [
+        # preempt's, in queue c beside the look-alikes hidden there: it takes a queue's jobs in
+        # its own order, so a look-alike could come up after the reservation where its first
+        # job came up before it
+        (_gang_beside_big, ("default/gang-0", "m2")),
+        # allocate keeps pipe1's (queue p) where a task is ending, and reports it only at the
+        # close, not as a decision: it may come between a first job's try and its look-alikes'
+        # turns in the long way (queue a's look-alikes were hidden)
+        (_pipelining, ("default/pipe1-0", "n2")),
+    ],
+)
+def test_a_reservation_that_is_not_told_runs_the_cycle_again(state, reserved):
+    """The cycle runs again, with the long way's result."""
     conf = load_config(default_config_text())
-
-    def state() -> ClusterState:
-        found = _too_big(d_holds=True)
-        for obj in (podgroup("gang").queue("c").min_member(2).phase("Inqueue").build(), pod("gang-0").requests(gpu=4).group("gang").build(), pod("gang-1").requests(gpu=4).group("gang").build()):
-            found.upsert(obj)
-        return found
-
     short = run_cycle(state(), conf, lookalikes=True)
     long = run_cycle(state(), conf, lookalikes=False)
-    assert [(d.type, d.task, d.node) for d in long.decisions] == [("pipeline", "default/gang-0", "m2")]
+    assert [(d.type, d.task, d.node) for d in long.decisions] == [("pipeline", *reserved)]
     assert short.lookalikes_ran_again
     _same_results(short, long)
 
 
-def test_a_reservation_that_allocate_keeps_runs_the_cycle_again():
-    """pipe1 (queue p) is reserved by allocate where a task is ending, a reservation it reports
-    only at the close, not a decision: it may come between a first job's try and its
-    look-alikes' turns in the long way, so the cycle runs again (queue a's look-alikes were
-    hidden), with the long way's result."""
-    conf = load_config(default_config_text())
-    short = run_cycle(_pipelining(), conf, lookalikes=True)
-    long = run_cycle(_pipelining(), conf, lookalikes=False)
-    assert [(d.type, d.task, d.node) for d in long.decisions] == [("pipeline", "default/pipe1-0", "n2")]
-    assert short.lookalikes_ran_again
-    _same_results(short, long)
+def _one_slot_for_gangs() -> ClusterState:
+    """``_too_big`` with gangs of two 4-GPU tasks (big1 to big3): one node has 4 GPUs free, and a
+    third node m3 2, so that queue c deserves 9. Allocate places one task of a gang and finds no
+    node for the other (fit errors not told per look-alike); preempt reserves that one task."""
+    found = _too_big(gpus=4, tasks=2, d_holds=True)
+    found.upsert(node("m3", cpu="64", memory="512Gi", gpu=2, pods=110))
+    return found
 
 
 def test_a_kind_refused_by_the_nodes_and_reserved_by_preempt_is_shown_from_then_on():
@@ -647,8 +655,7 @@ def test_a_kind_refused_by_the_nodes_and_reserved_by_preempt_is_shown_from_then_
     first job that ends the try. The kind is still shown from then on, so the next cycle runs
     once: nothing hidden, the reservation in a queue that hides nothing."""
     conf = load_config(default_config_text())
-    state = _too_big(gpus=4, tasks=2, d_holds=True)
-    state.upsert(node("m3", cpu="64", memory="512Gi", gpu=2, pods=110))
+    state = _one_slot_for_gangs()
     first = run_cycle(state, conf, lookalikes=True)
     assert first.lookalikes_ran_again
     again = run_cycle(state, conf, lookalikes=True)
@@ -693,8 +700,7 @@ def test_preempt_tries_one_job_of_a_kind_until_something_is_committed(monkeypatc
     from lahar.scheduler.actions import preempt
 
     conf = load_config(default_config_text())
-    state = _too_big(gpus=4, tasks=2, d_holds=True)
-    state.upsert(node("m3", cpu="64", memory="512Gi", gpu=2, pods=110))
+    state = _one_slot_for_gangs()
     run_cycle(state, conf, lookalikes=True)  # describes the kind, shown from now on (if not shown yet)
     tried: list[str] = []
     original = preempt.preempt
@@ -743,8 +749,7 @@ def test_allocate_tries_one_job_of_a_kind_until_something_is_placed(monkeypatch)
     from lahar.scheduler.actions import allocate
 
     conf = load_config(default_config_text())
-    state = _too_big(gpus=4, tasks=2, d_holds=True)
-    state.upsert(node("m3", cpu="64", memory="512Gi", gpu=2, pods=110))
+    state = _one_slot_for_gangs()
     run_cycle(state, conf, lookalikes=True)  # describes the kind, shown from now on (if not shown yet)
     tried: list[str] = []
     original = allocate._choose_node
