@@ -768,3 +768,20 @@ def test_allocate_tries_one_job_of_a_kind_until_something_is_placed(monkeypatch)
     assert tried == ["big1-0", "big1-1", "big2-0", "big2-1", "big3-0", "big3-1"]
     _same_results(once, each)
     assert "big3-1" in repr(once.jobs["default/big3"].conditions) and "big1-1" not in repr(once.jobs["default/big3"].conditions)
+
+
+def test_a_kind_pickled_with_a_job_loads_as_the_kind_of_its_description():
+    """A saved replay pickles each job's description (``JobInfo.described``): a kind loads as the
+    loading process's kind of the same description, so jobs alike stay alike (one object)."""
+    import pickle
+
+    conf = load_config(default_config_text())
+    ssn = open_session(_backlog(), conf)
+    hidden = lookalikes.hide(ssn)  # describes w1 to w3
+    assert hidden is not None
+    jobs = [hidden.every[uid] for uid in ("default/w1", "default/w2", "default/w3")]
+    kind = jobs[0].described[0]
+    assert kind is not None and all(job.described[0] is kind for job in jobs)
+    loaded = pickle.loads(pickle.dumps(jobs))
+    assert {id(job.described[0]) for job in loaded} == {id(kind)}  # this process's kind of that description
+    assert loaded[0].described[0].description == kind.description

@@ -76,6 +76,12 @@ class Kind:
         # are no longer hidden (``show_untold_kinds``; kept until the table is emptied)
         self.shown = False
 
+    def __reduce__(self) -> tuple:
+        """A kind pickled with a job's description (``JobInfo.described``) loads as the loading
+        process's kind of the same description: kinds are told apart by identity, so two jobs
+        alike stay alike, and what the table kept for the kind is worked out again there."""
+        return (_canonical, (self.description,))
+
 
 class _Kinds:
     """Every kind met, one ``Kind`` per value: jobs are grouped by that object's identity, without
@@ -99,6 +105,11 @@ class _Kinds:
 
 
 _KINDS: Final = _Kinds()  # Final: compiled, a static read without a lookup in the module's names
+
+
+def _canonical(description: tuple) -> Kind:
+    """The kind of ``description`` in this process's table (a pickled kind loads through it)."""
+    return _KINDS.canonical(description)
 _GROUPINGS: Final = itertools.count()  # numbers each ``group`` call (``Kind.grouped``)
 
 
