@@ -325,14 +325,12 @@ def _session_copy(job: JobInfo) -> JobInfo:
     changes = job.changes
     if twin is not None and changes == job.changes_handed and twin.changes == job.twin_changes_handed:
         twin = job.refresh(twin)
-    elif twin is not None and changes == job.changes_handed:
-        # the session moved the copy's tasks (tried and put back, or kept): the job stands, so
-        # its description does (``JobInfo.described``)
-        described = twin.described
+    else:
+        # where only the session moved the copy's tasks (tried and put back, or kept), the job
+        # stands, and so does its description (``JobInfo.described``)
+        described = twin.described if twin is not None and changes == job.changes_handed else None
         twin = job.clone()
         twin.described = described
-    else:
-        twin = job.clone()
     job.twin, job.changes_handed, job.twin_changes_handed = twin, changes, twin.changes
     return twin
 

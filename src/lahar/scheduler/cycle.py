@@ -234,10 +234,10 @@ def _hidden_outcome(
     (``first_conditions``; gang's: the same task counts and no fit error give the same
     message; a first job refused by the nodes names its task there, so each look-alike gets
     them naming its own: ``NamedConditions``) beside its own of other types, no pod running,
-    ended or failed (every task waits), and the first job's reason with its own uid (``before``'s, the job's last outcome,
-    when that reads the same: ``HiddenReasons``); None when that reason may name the job. The
-    condition objects are its first job's own (no one changes a condition or a reason in
-    place: a new one replaces it)."""
+    ended or failed (every task waits), and the first job's reason with its own uid
+    (``before``'s, the job's last outcome, when that reads the same: ``HiddenReasons``); None
+    when that reason may name the job. The condition objects are its first job's own (no one
+    changes a condition or a reason in place: a new one replaces it)."""
     last, made_from = (before.reason, before.shared_reason) if before is not None else (None, None)
     reason = reasons.of(job.uid, first.reason, last, made_from)
     if reason is None:
@@ -292,7 +292,7 @@ def _cycle_with_lookalikes_hidden(
         decided = len(ssn.decisions)
         ACTIONS[action](ssn)
         if hidden is not None and (ssn.hidden_inexact or not told(ssn, hidden, action, decided)):
-            ssn.hidden_inexact = True  # only allocate's binds and some of preempt's reservations are followed: it will run again
+            ssn.hidden_inexact = True  # not followed (``told``): it will run again
             break  # the rest would be spent for nothing
     if hidden is None:
         return close_session(ssn, previous)

@@ -19,13 +19,13 @@ whole: where it evicts nothing, in a queue that hides no job, that is followed t
 
 ``settled`` tells, once the actions are done, whether the shortcut held: nothing was decided but
 allocate's binds and those reservations, no other task moved but to be put back (a statement
-discarded), each first job still waits with every task pending,
-without fit errors or refused by the nodes with nothing decided before its queue ran out of
-jobs (each look-alike would meet the same nodes), and where something was bound each first job
-comes first of its kind in job order. The close then gives each hidden job its first job's phase, reason (the
-``deserved`` and ``no-node-fits`` reasons name the queue, the request or the nodes, never the
-job) and this session's conditions (gang's names a refused job's task: each look-alike's names
-its own). When the shortcut did not hold the caller runs the cycle again the long way.
+discarded), each first job still waits with every task pending, without fit errors or refused
+by the nodes with nothing decided before its queue ran out of jobs (each look-alike would meet
+the same nodes), and where something was bound each first job comes first of its kind in job
+order. The close then gives each hidden job its first job's phase, reason (the ``deserved`` and
+``no-node-fits`` reasons name the queue, the request or the nodes, never the job) and this
+session's conditions (gang's names a refused job's task: each look-alike's names its own). When
+the shortcut did not hold the caller runs the cycle again the long way.
 
 Only the default plugins are known to read nothing of a job but its specs and tasks (``PLUGINS``):
 with any other plugin enabled nothing is hidden.
@@ -110,6 +110,8 @@ _KINDS: Final = _Kinds()  # Final: compiled, a static read without a lookup in t
 def _canonical(description: tuple) -> Kind:
     """The kind of ``description`` in this process's table (a pickled kind loads through it)."""
     return _KINDS.canonical(description)
+
+
 _GROUPINGS: Final = itertools.count()  # numbers each ``group`` call (``Kind.grouped``)
 
 
@@ -405,8 +407,9 @@ def settled(ssn: Session, hidden: Hidden) -> bool:
 
 def _put_back(job: JobInfo, reserved: set[str]) -> bool:
     """Whether a job whose tasks moved holds nothing new but preempt's reservations that
-    ``told`` allowed: every other try was discarded (a statement puts back what it tried), or
-    allocate kept a reservation it reports only at the close (not told)."""
+    ``told`` allowed: every other try was discarded (a statement puts back what it tried). Not
+    so when allocate kept a reservation or an allocation: it reports them only at the close,
+    not as decisions, so ``told`` never saw them."""
     if job.status_index.get(ALLOCATED):
         return False
     pipelined = job.status_index.get(PIPELINED)
