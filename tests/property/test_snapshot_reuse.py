@@ -191,3 +191,19 @@ def test_a_snapshot_reads_the_jobs_as_they_are_now_whatever_came_and_went():
             assert list(copies) == sorted(state.jobs)
             for uid, copy in copies.items():
                 assert state.jobs[uid].twin is copy and copy.min_available == state.jobs[uid].min_available
+
+
+def test_a_snapshot_leaves_out_the_jobs_of_a_queue_that_is_gone_and_takes_them_back():
+    """Jobs whose queue is not in the cache are left out of the session, the others kept in key
+    order; they come back with their queue."""
+    state = ClusterState.from_objects([queue("work").build(), queue("side").build(), node("n1", cpu=4, memory="8Gi", pods=10)])
+    for name, owner in [("a", "work"), ("b", "side"), ("c", "work"), ("d", "side"), ("e", "work")]:
+        state.upsert(podgroup(name).queue(owner).min_member(1).build())
+    assert list(state.snapshot()[0]) == ["default/a", "default/b", "default/c", "default/d", "default/e"]
+    state.remove(queue("side").build())
+    for _ in range(2):  # and again, from the same keys
+        copies = state.snapshot()[0]
+        assert list(copies) == ["default/a", "default/c", "default/e"]
+        assert all(copy is state.jobs[uid].twin for uid, copy in copies.items())
+    state.upsert(queue("side").build())
+    assert list(state.snapshot()[0]) == ["default/a", "default/b", "default/c", "default/d", "default/e"]

@@ -244,14 +244,18 @@ def _kind_of_waiting(ssn: Session, job: JobInfo, known_only: bool) -> Kind | Non
     of the same configuration kept, its tasks unchanged since."""
     if job.phase != "Inqueue" or not job.tasks or job.podgroup is None:
         return None
-    pending = job.status_index.get(PENDING)
-    if pending is None or len(pending) != len(job.tasks):
-        return None
     if known_only:
         facts = job.facts
         if facts is None or facts.kind_generation < 0 or facts.changes != job.changes or facts.conf is not ssn.conf or not facts.valid:
             return None
+        if facts.kind is None:
+            return None
+        # a kind is found for facts made with every task waiting (``JobFacts``, and below), and
+        # no task moved since (``changes``): every task still waits, no need to count them
     else:
+        pending = job.status_index.get(PENDING)
+        if pending is None or len(pending) != len(job.tasks):
+            return None
         facts = ssn.job_facts(job)
         if job.facts is not facts or not facts.valid:
             return None  # answers not kept: the plugins may read more than the job's tasks
