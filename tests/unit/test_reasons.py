@@ -189,3 +189,30 @@ def test_a_deserved_message_is_one_part_from_session_to_session(monkeypatch):
     parts.part("other")
     parts.part("a third")  # full: emptied before it is kept
     assert len(parts.parts) == 1 and parts.part(message) is not first and parts.part(message) == first
+
+
+def test_a_job_that_reclaim_cannot_help_names_the_queues_that_are_not_reclaimable():
+    """Every node is held by queue ``locked`` (reclaimable: false); ``want`` (below its share)
+    finds no node and nothing to reclaim. Its reason names ``locked``, the queue holding running
+    tasks that may not be taken, and neither ``idle`` (not reclaimable, its job waiting) nor
+    ``open`` (reclaimable, running nothing)."""
+    objects = [
+        node("n0", cpu=4, memory="16Gi", pods=110),
+        node("n1", cpu=4, memory="16Gi", pods=110),
+        queue("locked").weight(1).reclaimable(False).status("Open").build(),
+        queue("idle").weight(1).reclaimable(False).status("Open").build(),
+        queue("open").weight(1).status("Open").build(),
+        queue("want").weight(1).status("Open").build(),
+        podgroup("hold").queue("locked").min_member(2).phase("Running").build(),
+        pod("hold-t-0").group("hold").requests(cpu=4).on("n0").build(),
+        pod("hold-t-1").group("hold").requests(cpu=4).on("n1").build(),
+        podgroup("ask").queue("want").min_member(1).phase("Inqueue").build(),
+        pod("ask-t-0").group("ask").requests(cpu=2).build(),
+        podgroup("wait").queue("idle").min_member(1).phase("Inqueue").build(),
+        pod("wait-t-0").group("wait").requests(cpu=8).build(),
+    ]
+    result = run_cycle(ClusterState.from_objects(objects), load_config(default_config_text()), 0.0)
+    assert result.decisions == []
+    reason = result.jobs["default/ask"].reason
+    assert reason is not None and reason["kind"] == "no-node-fits"
+    assert reason["message"].endswith("Nothing could be reclaimed: queue(s) locked hold the resources and are not reclaimable.")

@@ -215,11 +215,9 @@ def _unreclaimable(ssn: Session) -> set[str]:
     """Queues holding running tasks that reclaim may not touch (reclaimable: false), once per session."""
     cached = ssn.memo.get("unreclaimable")
     if cached is None:
-        cached = {
-            job.queue
-            for job in ssn.jobs.values()
-            if job.queue in ssn.queues and not ssn.queues[job.queue].reclaimable() and job.count(RUNNING)
-        }
+        # the queues first (a few), the jobs only when one of them is not reclaimable
+        locked = {name for name, queue in ssn.queues.items() if not queue.reclaimable()}
+        cached = {job.queue for job in ssn.jobs.values() if job.queue in locked and job.count(RUNNING)} if locked else set()
         ssn.memo["unreclaimable"] = cached
     return cached
 
