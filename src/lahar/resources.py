@@ -75,6 +75,9 @@ class Dim(IntEnum):
     INFINITY = -1
 
 
+_INFINITE: Final = float(Dim.INFINITY)  # a scalar's value that reads as infinite in ``diff``
+
+
 def _le_tol(left: float, right: float) -> bool:
     return left < right or abs(left - right) < MIN_RESOURCE
 
@@ -276,28 +279,36 @@ class Resource:
 
     def diff(self, other: "Resource", dflt: Dim) -> tuple["Resource", "Resource"]:
         """``(increased, decreased)``: per dimension, l-r where l > r, else r-l (missing -> ``dflt``)."""
+        missing = float(dflt)  # worked out once, not per scalar (a conversion of the enum)
         left = dict(self.scalars or {})
         right = dict(other.scalars or {})
         for name in list(left):
-            right.setdefault(name, float(dflt))
+            right.setdefault(name, missing)
         for name in list(right):
-            left.setdefault(name, float(dflt))
-        inc, dec = Resource(scalars={}), Resource(scalars={})
-        for attr_l, attr_r, attr in ((self.milli_cpu, other.milli_cpu, "milli_cpu"), (self.memory, other.memory, "memory")):
-            if attr_l > attr_r:
-                setattr(inc, attr, attr_l - attr_r)
-            else:
-                setattr(dec, attr, attr_r - attr_l)
+            left.setdefault(name, missing)
+        increased: dict[str, float] = {}
+        decreased: dict[str, float] = {}
+        inc, dec = Resource(), Resource()
+        inc.scalars, dec.scalars = increased, decreased  # filled below (the constructor would copy them)
+        # each attribute set by name in the code, not by ``setattr``: compiled, that is a slot write
+        if self.milli_cpu > other.milli_cpu:
+            inc.milli_cpu = self.milli_cpu - other.milli_cpu
+        else:
+            dec.milli_cpu = other.milli_cpu - self.milli_cpu
+        if self.memory > other.memory:
+            inc.memory = self.memory - other.memory
+        else:
+            dec.memory = other.memory - self.memory
         for name, lval in left.items():
             rval = right[name]
-            if lval == float(Dim.INFINITY):
-                inc.scalars[name] = lval  # type: ignore[index]
-            elif rval == float(Dim.INFINITY):
-                dec.scalars[name] = rval  # type: ignore[index]
+            if lval == _INFINITE:
+                increased[name] = lval
+            elif rval == _INFINITE:
+                decreased[name] = rval
             elif lval > rval:
-                inc.scalars[name] = lval - rval  # type: ignore[index]
+                increased[name] = lval - rval
             else:
-                dec.scalars[name] = rval - lval  # type: ignore[index]
+                decreased[name] = rval - lval
         return inc, dec
 
     # ----------------------------------------------------------------- comparisons

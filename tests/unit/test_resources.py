@@ -110,6 +110,25 @@ def test_diff_and_exceeded_part():
     assert exceeded_part(r(3000, 1), r(1000, 4)).memory == 0
 
 
+@pytest.mark.parametrize(
+    "left, right, missing, increased, decreased",
+    [
+        # a scalar missing on the right reads as infinite (-1): it goes to the decreased side as such
+        (r(1000, 4, gpu=2), r(3000, 1), Dim.INFINITY, (0, 3, {}), (2000, 0, {"gpu": -1.0})),
+        # missing on the left reads as 0; equal values land on the decreased side as 0
+        (r(1000, 4), r(1000, 4, gpu=2), Dim.ZERO, (0, 0, {}), (0, 0, {"gpu": 2.0})),
+        # an infinite value on the left is kept on the increased side
+        (r(0, 0, gpu=-1), r(0, 0, gpu=3), Dim.ZERO, (0, 0, {"gpu": -1.0}), (0, 0, {})),
+        # without scalar maps, both sides still have one (empty)
+        (r(5, 1), r(2, 3), Dim.ZERO, (3, 0, {}), (0, 2, {})),
+    ],
+)
+def test_diff_reads_missing_and_infinite_scalars(left, right, missing, increased, decreased):
+    inc, dec = left.diff(right, missing)
+    assert (inc.milli_cpu, inc.memory, inc.scalars) == increased
+    assert (dec.milli_cpu, dec.memory, dec.scalars) == decreased
+
+
 def test_min_dimension_resource():
     assert r(3000, 5, gpu=4).min_dimension_resource(r(1000, 10), Dim.INFINITY).scalars == {"gpu": 4}
     assert r(3000, 5, gpu=4).min_dimension_resource(r(1000, 10), Dim.ZERO).scalars == {"gpu": 0}
