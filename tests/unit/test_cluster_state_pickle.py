@@ -63,3 +63,15 @@ def test_a_state_pickled_after_cycles_loads_with_its_copies_parts():
     again, fresh = run_cycle(loaded, conf, 2.0), run_cycle(ClusterState.from_objects(objects), conf, 2.0)
     assert not again.decisions and not fresh.decisions
     assert {uid: (o.phase, o.reason) for uid, o in again.jobs.items()} == {uid: (o.phase, o.reason) for uid, o in fresh.jobs.items()}
+
+
+def test_a_queue_reads_as_reclaimable_as_its_object_says_after_a_replacement_and_a_reload():
+    """``QueueInfo.reclaimable`` is read once from the queue object (replaced, never changed in
+    place): a queue replaced with ``reclaimable: false`` reads so, and so does its reload."""
+    state = _state()
+    assert state.queues["q"].reclaimable()
+    state.upsert(queue("q").reclaimable(False).build())
+    assert not state.queues["q"].reclaimable()
+    assert not pickle.loads(pickle.dumps(state)).queues["q"].reclaimable()
+    state.upsert(queue("q").build())  # unset again: reclaimable
+    assert pickle.loads(pickle.dumps(state)).queues["q"].reclaimable()

@@ -754,13 +754,16 @@ class QueueInfo:
         self.parent = queue.parent_name
         self.creation = creation
         self.state = queue.state
+        # read once: a property of the queue object, which is replaced, never changed in place
+        # (reclaim and preempt ask it for each task they look at on each node)
+        self._reclaimable = queue.reclaimable
 
     def __reduce__(self) -> tuple:
         """Pickled as the queue object it reads (a compiled build makes no object without it)."""
         return (QueueInfo, (self.queue, self.creation))
 
     def reclaimable(self) -> bool:
-        return self.queue.reclaimable
+        return self._reclaimable
 
     def is_open(self) -> bool:
         return self.state == "Open"
