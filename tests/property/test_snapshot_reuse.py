@@ -29,8 +29,9 @@ OWNED = ("tasks", "status_index", "allocated", "total_request", "fit_errors", "c
 
 
 def _task_fields(task) -> tuple:
-    # _request_id is a cache of the request's number (worked out when first asked)
-    return tuple((name, getattr(task, name)) for name in type(task).__slots__ if name != "_request_id")
+    # _request_id and _placement are caches of the request's number and of the pod's placement
+    # (worked out when first asked; the request and the pod are compared)
+    return tuple((name, getattr(task, name)) for name in type(task).__slots__ if name not in ("_request_id", "_placement"))
 
 
 def _fingerprint(job: JobInfo) -> tuple:

@@ -12,6 +12,7 @@ status change followed by ``update_task`` undoes the old accounting exactly as V
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from enum import IntEnum
 from typing import TYPE_CHECKING, Any, Final, Iterable
@@ -27,6 +28,7 @@ if TYPE_CHECKING:
 __all__ = [
     "TaskStatus",
     "TaskInfo",
+    "Placement",
     "JobInfo",
     "NodeInfo",
     "QueueInfo",
@@ -125,7 +127,46 @@ _TASK_FIELDS: Final = (
     "uid", "name", "namespace", "job", "role", "pod", "resreq", "init_resreq", "node_name",
     "status", "priority", "preemptable", "best_effort", "preemption_policy", "creation",
     "nominated_node", "eviction_occurred", "index", "critical", "duration", "_request_id", "_key",
+    "_placement",
 )  # fmt: skip
+
+
+class Placement:
+    """Where a pod may go besides its request, as its spec says: node selector and tolerations,
+    read once per pod object (a pod is replaced, never changed in place). Compiled code reads a
+    pydantic field through the model's attribute hook, hundreds of instructions each; the
+    predicates ask for each task on each node they test."""
+
+    __slots__ = ("pod", "selector", "tolerations", "_constraints", "_signature")
+
+    def __init__(self, pod: "Pod | None") -> None:
+        self.pod = pod
+        spec = pod.spec if pod is not None else None
+        self.selector: dict[str, str] = (spec.node_selector if spec is not None else None) or {}
+        self.tolerations: list[dict] = (spec.tolerations if spec is not None else None) or []
+        self._constraints: str | None = None
+        self._signature: str | None = None
+
+    def constraints(self) -> str:
+        """The selector and tolerations as one text ("" for neither): tasks with equal texts may
+        go to the same nodes."""
+        found = self._constraints
+        if found is None:
+            spec = self.pod.spec if self.pod is not None else None
+            if spec is None or (not spec.node_selector and not spec.tolerations):
+                found = ""
+            else:
+                found = repr((sorted((spec.node_selector or {}).items()), spec.tolerations))
+            self._constraints = found
+        return found
+
+    def signature(self) -> str:
+        """The selector and tolerations as JSON (``null`` without a pod), keys sorted."""
+        found = self._signature
+        if found is None:
+            spec = self.pod.spec if self.pod is not None else None
+            found = self._signature = json.dumps([spec.node_selector, spec.tolerations] if spec else None, sort_keys=True)
+        return found
 
 
 class TaskInfo:
@@ -174,6 +215,7 @@ class TaskInfo:
         self.duration = duration
         self._request_id = -1  # resources.request_id of the request, once asked (request_id())
         self._key = ""  # namespace/name, once asked (key)
+        self._placement: Placement | None = None  # the pod's, once asked (placement())
 
     @property
     def key(self) -> str:
@@ -195,20 +237,29 @@ class TaskInfo:
         twin.best_effort, twin.preemption_policy, twin.creation = self.best_effort, self.preemption_policy, self.creation
         twin.nominated_node, twin.eviction_occurred, twin.index = self.nominated_node, self.eviction_occurred, self.index
         twin.critical, twin.duration, twin._request_id, twin._key = self.critical, self.duration, self._request_id, self._key
+        twin._placement = self._placement
         return twin
 
     def __getstate__(self) -> dict[str, Any]:
         state = {name: getattr(self, name) for name in _TASK_FIELDS}
         state["_request_id"] = -1  # numbers are the process's own: worked out again where unpickled
+        state["_placement"] = None  # worked out again from the pod
         return state
 
     def __setstate__(self, state: Any) -> None:
         """Also a task pickled by an older version (slots as ``(None, fields)``, fewer fields)."""
         if isinstance(state, tuple):
             state = state[1]
-        self._request_id, self._key = -1, ""
+        self._request_id, self._key, self._placement = -1, "", None
         for name, value in state.items():
             setattr(self, name, value)
+
+    def placement(self) -> Placement:
+        """The pod's node selector and tolerations (``Placement``), read once per pod object."""
+        found = self._placement
+        if found is None or found.pod is not self.pod:
+            found = self._placement = Placement(self.pod)
+        return found
 
     def request_id(self) -> int:
         """``resources.request_id`` of the task's request (which never changes), worked out once."""

@@ -323,10 +323,7 @@ def _choose_node_vector(ssn: Session, task: TaskInfo) -> tuple[NodeInfo | None, 
 
 def task_constraints(task: TaskInfo) -> str:
     """What besides its request decides where a task may go: node selector and tolerations."""
-    spec = task.pod.spec if task.pod is not None else None
-    if spec is None or (not spec.node_selector and not spec.tolerations):
-        return ""
-    return repr((sorted((spec.node_selector or {}).items()), spec.tolerations))
+    return task.placement().constraints()
 
 
 def _predicate_nodes(ssn: Session, task: TaskInfo, role_cache: dict | None) -> tuple[list[NodeInfo], FitErrors]:

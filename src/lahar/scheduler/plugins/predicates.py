@@ -7,7 +7,6 @@ Resource fit itself is checked by the actions, against ``FutureIdle``.
 
 from __future__ import annotations
 
-import json
 from typing import Final
 
 import numpy as np
@@ -35,8 +34,7 @@ class PredicatesPlugin(Plugin):
         """``predicate`` over every node of the index at once: the part that cannot change during
         a session (unschedulable, selector, taints), cached per pod signature, and whether the
         pod count (which does change) must also stay below the node's ``pods`` allocatable."""
-        spec = task.pod.spec if task.pod is not None else None
-        signature = json.dumps([spec.node_selector, spec.tolerations] if spec else None, sort_keys=True)
+        signature = task.placement().signature()
         static = self._static.get(signature)
         if static is None:
             static = np.array([_static_ok(task, node) for node in index.nodes], dtype=bool)
@@ -48,12 +46,12 @@ def predicate(task: TaskInfo, node: NodeInfo) -> None:
     """Raise ``PredicateError`` when ``task`` may not run on ``node``."""
     if node.max_task_num <= len(node.tasks):
         raise PredicateError(FitError(node.name, [(StatusCode.UNSCHEDULABLE, POD_NUMBER_EXCEEDED)]))
-    if node.unschedulable and not _tolerates_unschedulable(task):
+    place = task.placement()
+    if node.unschedulable and not _tolerates_unschedulable(place.tolerations):
         raise PredicateError(FitError(node.name, [(StatusCode.UNSCHEDULABLE_AND_UNRESOLVABLE, UNSCHEDULABLE_NODE)]))
-    selector = (task.pod.spec.node_selector if task.pod is not None else None) or {}
-    if any(node.labels.get(k) != v for k, v in selector.items()):
+    if any(node.labels.get(k) != v for k, v in place.selector.items()):
         raise PredicateError(FitError(node.name, [(StatusCode.UNSCHEDULABLE_AND_UNRESOLVABLE, SELECTOR_MISMATCH)]))
-    tolerations = (task.pod.spec.tolerations if task.pod is not None else None) or []
+    tolerations = place.tolerations
     for taint in node.taints:
         if taint.get("effect") in ("NoSchedule", "NoExecute") and not any(_tolerates(t, taint) for t in tolerations):
             raise PredicateError(FitError(node.name, [(StatusCode.UNSCHEDULABLE_AND_UNRESOLVABLE, UNTOLERATED_TAINT)]))
@@ -71,9 +69,8 @@ def _static_ok(task: TaskInfo, node: NodeInfo) -> bool:
         node.max_task_num = saved
 
 
-def _tolerates_unschedulable(task: TaskInfo) -> bool:
+def _tolerates_unschedulable(tolerations: list[dict]) -> bool:
     taint = {"key": "node.kubernetes.io/unschedulable", "effect": "NoSchedule"}
-    tolerations = (task.pod.spec.tolerations if task.pod is not None else None) or []
     return any(_tolerates(t, taint) for t in tolerations)
 
 
