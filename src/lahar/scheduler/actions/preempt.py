@@ -18,6 +18,7 @@ import numpy as np
 
 from lahar.resources import Dim
 from lahar.scheduler.api import PENDING, JobInfo, NodeInfo, QueueInfo, TaskInfo, preemptable_status
+from lahar.scheduler.columnar import NodeIndex
 from lahar.scheduler.framework.session import Session
 from lahar.scheduler.framework.statement import Statement
 from lahar.scheduler.lookalikes import plugins_known
@@ -337,7 +338,8 @@ def _held_tasks(ssn: Session, phase: str) -> dict[str, list[tuple[int, TaskInfo]
     found = ssn.memo.get(key)
     if found is None:
         found = {}
-        for row, node in enumerate(ssn.node_index.nodes):
+        index: NodeIndex = ssn.node_index  # typed: compiled, each task's fields are read natively
+        for row, node in enumerate(index.nodes):
             for task in node.tasks.values():
                 if not preemptable_status(task.status) or not task.preemptable:
                     continue

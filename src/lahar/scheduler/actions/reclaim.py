@@ -16,7 +16,7 @@ Lahar also skips reclaimers in Suspended queues.
 from __future__ import annotations
 
 from lahar.resources import Dim
-from lahar.scheduler.api import PENDING, RUNNING, JobInfo, QueueInfo, TaskInfo
+from lahar.scheduler.api import PENDING, RUNNING, JobInfo, NodeInfo, QueueInfo, TaskInfo
 from lahar.scheduler.actions.allocate import task_constraints
 from lahar.scheduler.actions.victims import choose_minimal, keeps_deserved
 from lahar.scheduler.framework.session import Session
@@ -151,7 +151,9 @@ def _starving(ssn: Session) -> tuple[PriorityQueue[QueueInfo], dict[str, list[Jo
     return queues, starving
 
 
-def _reclaimees(ssn: Session, node, job: JobInfo) -> list[TaskInfo]:
+def _reclaimees(ssn: Session, node: NodeInfo, job: JobInfo) -> list[TaskInfo]:
+    """The node's running, preemptable tasks of other queues that are reclaimable (the node typed:
+    compiled, each task's fields are then read natively, not looked up by name)."""
     out = []
     for task in node.tasks.values():
         if task.status is not RUNNING or not task.preemptable:

@@ -60,7 +60,7 @@ class DrfPlugin(Plugin):
                 self.shares[job.uid] = self._share(allocated)
         ssn.add("preemptable", self.name, self._preemptable)
         ssn.add("job_order", self.name, self._job_order)
-        ssn.add("job_order_key", self.name, lambda job: self.shares.get(job.uid, 0.0))
+        ssn.add("job_order_key", self.name, self._job_order_key)
         ssn.add_event_handler(EventHandler(self._event(ssn, 1), self._event(ssn, -1)))
 
     def on_job_shown(self, ssn: Session, job: JobInfo) -> None:
@@ -78,7 +78,10 @@ class DrfPlugin(Plugin):
                 best = ratio
         return best
 
-    def _job_order(self, left, right) -> int:
+    def _job_order_key(self, job: JobInfo) -> float:
+        return self.shares.get(job.uid, 0.0)
+
+    def _job_order(self, left: JobInfo, right: JobInfo) -> int:
         ls, rs = self.shares.get(left.uid, 0.0), self.shares.get(right.uid, 0.0)
         if ls == rs:
             return 0

@@ -16,15 +16,28 @@ def _descending(left: int, right: int) -> int:
     return -1 if left > right else 1
 
 
+# module functions with typed arguments (compiled, a lambda's untyped arguments are read by name)
+def _task_order(left: TaskInfo, right: TaskInfo) -> int:
+    return _descending(left.priority, right.priority)
+
+
+def _job_order(left: JobInfo, right: JobInfo) -> int:
+    return _descending(left.priority, right.priority)
+
+
+def _job_order_key(job: JobInfo) -> int:
+    return -job.priority
+
+
 class PriorityPlugin(Plugin):
     name = "priority"
     reads_clock = False
     job_answers_read_tasks = True
 
     def on_session_open(self, ssn: Session) -> None:
-        ssn.add("task_order", self.name, lambda l, r: _descending(l.priority, r.priority))
-        ssn.add("job_order", self.name, lambda l, r: _descending(l.priority, r.priority))
-        ssn.add("job_order_key", self.name, lambda job: -job.priority)
+        ssn.add("task_order", self.name, _task_order)
+        ssn.add("job_order", self.name, _job_order)
+        ssn.add("job_order_key", self.name, _job_order_key)
 
         def preemptable(preemptor: TaskInfo, preemptees: list[TaskInfo]):
             preemptor_job = ssn.jobs.get(preemptor.job)
@@ -43,7 +56,12 @@ class PriorityPlugin(Plugin):
             return victims, PERMIT
 
         ssn.add("preemptable", self.name, preemptable)
-        ssn.add("preemptable_key", self.name, lambda t: (ssn.jobs[t.job].priority if t.job in ssn.jobs else None, t.priority))
+
+        def preemptable_key(task: TaskInfo) -> tuple[int | None, int]:
+            job = ssn.jobs.get(task.job)
+            return (job.priority if job is not None else None, task.priority)
+
+        ssn.add("preemptable_key", self.name, preemptable_key)
         ssn.add("preemptable_per_task", self.name, True)  # each candidate judged on its own
 
         def starving(job: JobInfo) -> bool:
