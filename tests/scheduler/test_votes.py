@@ -95,6 +95,30 @@ def test_abstaining_plugin_is_skipped():
     assert ssn.reclaimable(task("x"), [a]) == [a]
 
 
+def test_a_victim_callback_registered_after_a_vote_is_asked_in_the_next():
+    a, b = task("a"), task("b")
+    ssn = session(["gang", "conformance"], ["proportion"])
+    ssn.add("reclaimable", "proportion", lambda t, cands: ([b], PERMIT))
+    assert ssn.reclaimable(task("x"), [a, b]) == [b]  # tier 1 has no callback yet: tier 2 answers
+    ssn.add("reclaimable", "gang", lambda t, cands: ([a], PERMIT))
+    assert ssn.reclaimable(task("x"), [a, b]) == [a]
+    ssn.add("reclaimable", "conformance", lambda t, cands: ([b], PERMIT))
+    assert ssn.reclaimable(task("x"), [a, b]) == []  # the tier's choices have nothing in common
+    assert ssn.preemptable(task("x"), [a, b]) is None  # another kind: nothing registered
+
+
+def test_a_plugin_whose_victim_flag_is_off_is_not_asked():
+    a, b = task("a"), task("b")
+    ssn = session(["gang"], ["proportion"], flags={"enabledReclaimable": False})
+    ssn.add("reclaimable", "gang", lambda t, cands: ([a], PERMIT))
+    ssn.add("reclaimable", "proportion", lambda t, cands: ([b], PERMIT))
+    assert ssn.reclaimable(task("x"), [a, b]) is None
+    ssn = session(["gang"], ["proportion"])
+    ssn.add("reclaimable", "gang", lambda t, cands: ([a], PERMIT))
+    ssn.add("reclaimable", "proportion", lambda t, cands: ([b], PERMIT))
+    assert ssn.reclaimable(task("x"), [a, b]) == [a]
+
+
 def test_job_order_first_nonzero_then_creation_then_uid():
     ssn = session(["priority", "gang"])
     ssn.add("job_order", "priority", lambda l, r: 0)

@@ -13,7 +13,7 @@ phases and conditions, queue allocations and, for Lahar, each waiting job's reas
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Final, Iterable
 
 import numpy as np
 
@@ -27,6 +27,8 @@ __all__ = ["Session", "Decision", "EventHandler", "JobFacts", "PERMIT", "ABSTAIN
 PERMIT, ABSTAIN, REJECT = 1, 0, -1
 
 # callback kind -> the plugin flag that enables it (None: always consulted)
+_BY_TIER: Final = "@tiers"  # ``Session._enabled_cache``: a kind's callbacks grouped by tier
+
 CALLBACK_FLAGS: dict[str, str | None] = {
     "job_order": "job_order",
     "job_order_key": "job_order",
@@ -204,6 +206,7 @@ class Session:
         """Register a plugin's callback of one kind (a flag, for ``preemptable_per_task``)."""
         self.fns.setdefault(kind, {})[plugin] = fn
         self._enabled_cache.pop(kind, None)
+        self._enabled_cache.pop(kind + _BY_TIER, None)
         self.memo.pop("preemptable-keys", None)
         self.memo.pop("facts-kept", None)
 
@@ -229,6 +232,23 @@ class Session:
                 if fn is not None:
                     found.append((tier, option, fn))
         self._enabled_cache[kind] = found
+        return found
+
+    def _enabled_by_tier(self, kind: str) -> list[list[Callable]]:
+        """``_enabled(kind)``'s callbacks, one list per tier that has any, in tier order (computed
+        once per kind: reclaim and preempt vote on each node they look at)."""
+        key = kind + _BY_TIER
+        cached = self._enabled_cache.get(key)
+        if cached is not None:
+            return cached
+        found: list[list[Callable]] = []
+        last: Tier | None = None
+        for tier, _, fn in self._enabled(kind):
+            if tier is not last:
+                found.append([])
+                last = tier
+            found[-1].append(fn)
+        self._enabled_cache[key] = found
         return found
 
     def _companions(self, kind: str, companion: str) -> list[Callable] | None:
@@ -421,14 +441,12 @@ class Session:
     # ----------------------------------------------------------------- victims
 
     def _victims(self, kind: str, actor: TaskInfo, candidates: list[TaskInfo]) -> list[TaskInfo] | None:
-        for tier in self.tiers:
+        """Volcano's victim vote: in tier order, the victims every voting plugin of a tier
+        chooses (a plugin that chooses none ends the tier with none); the first tier with an
+        answer decides. A tier without an enabled callback of this kind answers nothing."""
+        for fns in self._enabled_by_tier(kind):
             victims: list[TaskInfo] | None = None
-            for option in tier.plugins:
-                if not option.enabled(CALLBACK_FLAGS[kind]):  # type: ignore[arg-type]
-                    continue
-                fn = self.fns.get(kind, {}).get(option.name)
-                if fn is None:
-                    continue
+            for fn in fns:
                 chosen, vote = fn(actor, candidates)
                 if vote == ABSTAIN:
                     continue
