@@ -67,7 +67,11 @@ class NodeOrderPlugin(Plugin):
 
         def vector(task: TaskInfo, index, rows: np.ndarray) -> np.ndarray:
             req, cap = _columns(task, index, rows)
-            return sum((vectors[fn](req, cap) * w for fn, w in active), np.zeros(len(rows)))
+            total = np.zeros(len(rows))
+            with np.errstate(divide="ignore", invalid="ignore"):  # once (each errstate sets numpy's state twice)
+                for fn, w in active:
+                    total = total + vectors[fn](req, cap) * w
+            return total
 
         if active:
             ssn.add("node_order", self.name, score)
@@ -81,19 +85,24 @@ def _columns(task: TaskInfo, index, rows: np.ndarray) -> tuple[np.ndarray, np.nd
 
 
 def _least_vec(req: np.ndarray, cap: np.ndarray) -> np.ndarray:
-    with np.errstate(divide="ignore", invalid="ignore"):
-        per = np.where((cap > 0) & (req <= cap), np.floor_divide((cap - req) * MAX_NODE_SCORE, cap), 0.0)
+    """``least_requested`` per row (inside ``np.errstate`` that ignores division by zero)."""
+    per = np.where((cap > 0) & (req <= cap), np.floor_divide((cap - req) * MAX_NODE_SCORE, cap), 0.0)
     return np.floor_divide(per.sum(axis=1), 2)
 
 
 def _most_vec(req: np.ndarray, cap: np.ndarray) -> np.ndarray:
-    with np.errstate(divide="ignore", invalid="ignore"):
-        per = np.where((cap > 0) & (req <= cap), np.floor_divide(req * MAX_NODE_SCORE, cap), 0.0)
+    """``most_requested`` per row (inside ``np.errstate`` that ignores division by zero)."""
+    per = np.where((cap > 0) & (req <= cap), np.floor_divide(req * MAX_NODE_SCORE, cap), 0.0)
     return np.floor_divide(per.sum(axis=1), 2)
 
 
 def _balanced_vec(req: np.ndarray, cap: np.ndarray) -> np.ndarray:
-    with np.errstate(divide="ignore", invalid="ignore"):
-        fractions = np.where(cap > 0, np.minimum(req / cap, 1.0), 0.0)
-    std = fractions.std(axis=1)
+    """``balanced_resource`` per row (inside ``np.errstate`` that ignores division by zero): the
+    standard deviation of the two fractions in numpy's own steps (a mean, the deviations
+    squared and summed, halved, the root), without ``ndarray.std``'s checks around them."""
+    fractions = np.where(cap > 0, np.minimum(req / cap, 1.0), 0.0)
+    f0, f1 = fractions[:, 0], fractions[:, 1]
+    mean = (f0 + f1) / 2
+    d0, d1 = f0 - mean, f1 - mean
+    std = np.sqrt((d0 * d0 + d1 * d1) / 2)
     return np.trunc((1 - std) * MAX_NODE_SCORE)
