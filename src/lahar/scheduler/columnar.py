@@ -28,6 +28,16 @@ if TYPE_CHECKING:
 __all__ = ["NodeIndex", "ClassView"]
 
 
+def _append_row(out: list[float], res: Resource, extra: list[str]) -> None:
+    """``res`` as a row of the index (``NodeIndex._values``) appended to ``out``: cpu, memory,
+    then each of ``extra``, the index's scalar resources in column order (0 where it has none)."""
+    out.append(res.milli_cpu)
+    out.append(res.memory)
+    scalars = res.scalars
+    for name in extra:
+        out.append(scalars.get(name, 0.0) if scalars else 0.0)
+
+
 class NodeIndex:
     def __init__(self, nodes: list["NodeInfo"]) -> None:
         names = {CPU: 0, MEMORY: 1}
@@ -40,17 +50,18 @@ class NodeIndex:
         # Each array made at once from all its rows (one conversion, not one per row and node):
         # the same values ``refresh`` writes row by row.
         shape = (len(nodes), len(names))
+        extra = list(names)[2:]  # the scalar resources, in column order
         alloc: list[float] = []
         idle: list[float] = []
         releasing: list[float] = []
         pipelined: list[float] = []
         used: list[float] = []
         for node in nodes:
-            alloc += self._values(node.allocatable)
-            idle += self._values(node.idle)
-            releasing += self._values(node.releasing)
-            pipelined += self._values(node.pipelined)
-            used += self._values(node.used)
+            _append_row(alloc, node.allocatable, extra)
+            _append_row(idle, node.idle, extra)
+            _append_row(releasing, node.releasing, extra)
+            _append_row(pipelined, node.pipelined, extra)
+            _append_row(used, node.used, extra)
         self.alloc, self.idle, self.releasing = _matrix(alloc, shape), _matrix(idle, shape), _matrix(releasing, shape)
         self.pipelined, self.used = _matrix(pipelined, shape), _matrix(used, shape)
         self.pods = np.array([len(node.tasks) for node in nodes], dtype=np.float64)
