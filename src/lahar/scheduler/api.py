@@ -13,6 +13,7 @@ status change followed by ``update_task`` undoes the old accounting exactly as V
 from __future__ import annotations
 
 import json
+import sys
 from dataclasses import dataclass
 from enum import IntEnum
 from typing import TYPE_CHECKING, Any, Final, Iterable
@@ -411,7 +412,8 @@ class JobInfo:
         self.priority = priority
         self.creation = creation
         self.podgroup = podgroup
-        self.phase: str = (podgroup.status.phase if podgroup is not None else "") or ""
+        # interned, as the literals every pass compares it with are: then one identity check
+        self.phase: str = sys.intern((podgroup.status.phase if podgroup is not None else "") or "")
         self._read_podgroup_spec()
         self.min_resources = min_resources
         self.preemptable = preemptable
