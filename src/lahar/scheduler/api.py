@@ -138,13 +138,16 @@ class Placement:
     pydantic field through the model's attribute hook, hundreds of instructions each; the
     predicates ask for each task on each node they test."""
 
-    __slots__ = ("pod", "selector", "tolerations", "_constraints", "_signature")
+    __slots__ = ("pod", "_spec", "selector", "tolerations", "_constraints", "_signature")
 
     def __init__(self, pod: "Pod | None") -> None:
         self.pod = pod
         spec = pod.spec if pod is not None else None
-        self.selector: dict[str, str] = (spec.node_selector if spec is not None else None) or {}
-        self.tolerations: list[dict] = (spec.tolerations if spec is not None else None) or []
+        # the two fields as the spec has them (None where it has none): the texts below tell
+        # a missing field from an empty one, as they did when read from the pod
+        self._spec: tuple[dict[str, str] | None, list[dict] | None] | None = (spec.node_selector, spec.tolerations) if spec is not None else None
+        self.selector: dict[str, str] = (self._spec[0] if self._spec is not None else None) or {}
+        self.tolerations: list[dict] = (self._spec[1] if self._spec is not None else None) or []
         self._constraints: str | None = None
         self._signature: str | None = None
 
@@ -153,11 +156,11 @@ class Placement:
         go to the same nodes."""
         found = self._constraints
         if found is None:
-            spec = self.pod.spec if self.pod is not None else None
-            if spec is None or (not spec.node_selector and not spec.tolerations):
+            spec = self._spec
+            if spec is None or (not spec[0] and not spec[1]):
                 found = ""
             else:
-                found = repr((sorted((spec.node_selector or {}).items()), spec.tolerations))
+                found = repr((sorted((spec[0] or {}).items()), spec[1]))
             self._constraints = found
         return found
 
@@ -165,8 +168,8 @@ class Placement:
         """The selector and tolerations as JSON (``null`` without a pod), keys sorted."""
         found = self._signature
         if found is None:
-            spec = self.pod.spec if self.pod is not None else None
-            found = self._signature = json.dumps([spec.node_selector, spec.tolerations] if spec else None, sort_keys=True)
+            spec = self._spec
+            found = self._signature = json.dumps([spec[0], spec[1]] if spec is not None else None, sort_keys=True)
         return found
 
 
