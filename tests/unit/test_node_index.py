@@ -35,6 +35,10 @@ def test_an_index_made_at_once_holds_what_refreshing_each_row_writes():
     assert width == 4  # cpu, memory, and the two scalars the nodes have
     for name in ("alloc", "idle", "releasing", "pipelined", "used"):
         assert getattr(index, name).shape == (len(nodes), width)
+    gpu, cpu_only = index.row["gpu-0"], index.row["cpu-0"]
+    assert index.alloc[gpu, 0] == 64000 and index.alloc[gpu, 1] == 512 * 2**30
+    assert index.alloc[gpu, index.dims["nvidia.com/gpu"]] == 8000 and index.alloc[gpu, index.dims["pods"]] == 110
+    assert index.alloc[cpu_only, index.dims["nvidia.com/gpu"]] == 0 and index.used[gpu, index.dims["nvidia.com/gpu"]] == 2000
     for row, info in enumerate(nodes):
         assert index.alloc[row].tolist() == index._values(info.allocatable)
         assert index.max_pods[row] == info.max_task_num

@@ -29,7 +29,7 @@ __all__ = ["NodeIndex", "ClassView"]
 
 
 def _append_row(out: list[float], res: Resource, extra: list[str]) -> None:
-    """``res`` as a row of the index (``NodeIndex._values``) appended to ``out``: cpu, memory,
+    """``res`` as a row of the index appended to ``out``: cpu, memory,
     then each of ``extra``, the index's scalar resources in column order (0 where it has none)."""
     out.append(res.milli_cpu)
     out.append(res.memory)
@@ -50,7 +50,7 @@ class NodeIndex:
         # Each array made at once from all its rows (one conversion, not one per row and node):
         # the same values ``refresh`` writes row by row.
         shape = (len(nodes), len(names))
-        extra = list(names)[2:]  # the scalar resources, in column order
+        extra = self._extra = list(names)[2:]  # the scalar resources, in column order
         alloc: list[float] = []
         idle: list[float] = []
         releasing: list[float] = []
@@ -73,12 +73,9 @@ class NodeIndex:
             node.index = self
 
     def _values(self, res: Resource) -> list[float]:
-        row = [0.0] * len(self.dims)
-        row[0], row[1] = res.milli_cpu, res.memory
-        for name, value in (res.scalars or {}).items():
-            col = self.dims.get(name)
-            if col is not None:
-                row[col] = value
+        """``res`` as a row of the index (scalars it has no column for are left out)."""
+        row: list[float] = []
+        _append_row(row, res, self._extra)
         return row
 
     def refresh(self, node: "NodeInfo") -> None:
