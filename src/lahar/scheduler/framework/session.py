@@ -483,9 +483,9 @@ class Session:
         if any(option.name not in per_task for _, option, _ in enabled):
             return None
         bound: dict[str, TaskInfo] = {}
-        for tier in self.tiers:
+        for fns in self._enabled_by_tier("preemptable"):
             chosen_in_tier: dict[str, TaskInfo] | None = None
-            for _, _, fn in (entry for entry in enabled if entry[0] is tier):
+            for fn in fns:
                 chosen, vote = fn(preemptor, candidates)
                 if vote == ABSTAIN:
                     continue
