@@ -9,6 +9,7 @@ phase, node and deletion mark. ``snapshot()`` gives a session its own copies.
 from __future__ import annotations
 
 from bisect import bisect_left
+from itertools import count
 from dataclasses import dataclass, field, fields
 from datetime import datetime, timezone
 from typing import Any, Final, Iterable
@@ -138,6 +139,9 @@ def node_from_object(node: Node) -> NodeInfo:
     )
 
 
+_QUEUE_NAMES: Final = count()  # ``ClusterState.queue_names``
+
+
 @dataclass
 class ClusterState:
     """Jobs, nodes (with their tasks) and queues as the scheduler reads them, kept up to date by
@@ -153,6 +157,10 @@ class ClusterState:
     job_keys: list[str] | None = field(default=None, repr=False, compare=False)
     # the jobs in that order, kept with the keys (the snapshot reads them without a lookup each)
     job_list: list[JobInfo] | None = field(default=None, repr=False, compare=False)
+    # a new number whenever a queue name comes or goes (not when a queue is replaced), drawn
+    # from one count for every state: a job's ``queue_seen`` equal to it tells the snapshot
+    # that the job's queue still exists here
+    queue_names: int = field(default_factory=lambda: next(_QUEUE_NAMES), repr=False, compare=False)
 
     def __getstate__(self) -> dict[str, Any]:
         return {name: getattr(self, name) for name in _FIELDS}
@@ -167,6 +175,7 @@ class ClusterState:
             else:
                 factory = known.default_factory
                 setattr(self, known.name, factory() if callable(factory) else known.default)
+        self.queue_names = next(_QUEUE_NAMES)  # another process's number may be one of this one's
 
     @classmethod
     def from_objects(cls, objects: Iterable[ApiObject]) -> "ClusterState":
@@ -188,6 +197,8 @@ class ClusterState:
         elif isinstance(obj, PodGroup):
             self._upsert_podgroup(obj)
         elif isinstance(obj, Queue):
+            if obj.name not in self.queues:
+                self.queue_names = next(_QUEUE_NAMES)
             self.queues[obj.name] = QueueInfo(obj, parse_time(obj.metadata.creation_timestamp))
         elif isinstance(obj, Node):
             self._upsert_node(obj)
@@ -205,7 +216,8 @@ class ClusterState:
                 if task.pod is not None:
                     self.orphans[task.key] = task.pod
         elif isinstance(obj, Queue):
-            self.queues.pop(obj.name, None)
+            if self.queues.pop(obj.name, None) is not None:
+                self.queue_names = next(_QUEUE_NAMES)
         elif isinstance(obj, Node):
             self.nodes.pop(obj.name, None)
         elif isinstance(obj, PriorityClass):
@@ -300,10 +312,10 @@ class ClusterState:
         # with the copies of the tasks on nodes, in the same pass: a waiting task (Pending) has
         # no node, and most jobs of a backlog have only those
         by_uid: dict[str, TaskInfo] = {}
-        known = ""  # the last queue found: a backlog's jobs come mostly from one queue
+        names = self.queue_names  # a job whose queue was found at this count is in one still
         for job in listed:
-            if (known and job.queue == known) or job.queue in queues:
-                known = job.queue
+            if job.queue_seen == names or job.queue in queues:
+                job.queue_seen = names
                 copy = jobs[job.uid] = _session_copy(job)
                 index = copy.status_index
                 if len(index) == 1 and PENDING in index:
