@@ -26,6 +26,10 @@ __all__ = ["Session", "Decision", "EventHandler", "JobFacts", "PERMIT", "ABSTAIN
 
 PERMIT, ABSTAIN, REJECT = 1, 0, -1
 
+# up to this many nodes, ``Session.scores_for_rows`` scores node by node: numpy's fixed cost
+# per operation (a score takes about twenty) is then more than the loop's
+FEW_ROWS: Final = 64
+
 # callback kind -> the plugin flag that enables it (None: always consulted)
 _BY_TIER: Final = "@tiers"  # ``Session._enabled_cache``: a kind's callbacks grouped by tier
 
@@ -588,8 +592,11 @@ class Session:
         return static & (index.max_pods > index.pods) if pod_limit else static
 
     def scores_for_rows(self, task: TaskInfo, rows: np.ndarray) -> np.ndarray:
-        """Summed node-order scores for the given rows of the node index."""
+        """Summed node-order scores for the given rows of the node index: up to ``FEW_ROWS``
+        rows node by node (``scores_each``), more with each plugin's vector form."""
         index = self.node_index
+        if len(rows) <= FEW_ROWS:
+            return np.array(self.scores_each(task, [index.nodes[r] for r in rows.tolist()]), dtype=float)
         total = np.zeros(len(rows))
         vector = {option.name: fn for _, option, fn in self._enabled("vector_node_order")}
         for _, option, fn in self._enabled("node_order"):
@@ -602,6 +609,24 @@ class Session:
             total += np.array([by_name.get(index.nodes[r].name, 0.0) for r in rows])
         return total
 
+    def scores_each(self, task: TaskInfo, nodes: list[NodeInfo]) -> list[float]:
+        """``scores_for_rows`` node by node, in its order of sums (each node-order plugin, then
+        each batch of them over all the nodes): the same floats, as each plugin's vector form
+        gives each node the float its scalar form does (``tests/property/test_node_scores.py``).
+        Below a hundred nodes or so this costs less than numpy's fixed cost per operation."""
+        order = [fn for _, _, fn in self._enabled("node_order")]
+        totals: list[float] = []
+        for node in nodes:
+            total = 0.0
+            for fn in order:
+                total += fn(task, node)
+            totals.append(total)
+        for _, _, batch in self._enabled("batch_node_order"):
+            by_name = batch(task, nodes)
+            for at, node in enumerate(nodes):
+                totals[at] += by_name.get(node.name, 0.0)
+        return totals
+
     def score_node(self, task: TaskInfo, node: NodeInfo) -> float:
         """The summed node-order score of one node (same values as ``scores_for_rows``)."""
         total = 0.0
@@ -613,6 +638,8 @@ class Session:
 
     def node_scores(self, task: TaskInfo, nodes: list[NodeInfo]) -> dict[str, float]:
         """Sum of every enabled node-order and batch-node-order score, per node name."""
+        if self.node_index is not None and len(nodes) <= FEW_ROWS:
+            return dict(zip((n.name for n in nodes), self.scores_each(task, nodes)))
         if self.node_index is not None:
             rows = np.array([self.node_index.row[n.name] for n in nodes], dtype=int)
             return dict(zip((n.name for n in nodes), self.scores_for_rows(task, rows).tolist()))
