@@ -4,7 +4,6 @@ field for field and in the same order, in runs that bind, pipeline, evict and di
 
 from __future__ import annotations
 
-import pickle
 import random
 from pathlib import Path
 
@@ -210,21 +209,3 @@ def test_a_snapshot_leaves_out_the_jobs_of_a_queue_that_is_gone_and_takes_them_b
     state.upsert(queue("side").build())
     assert list(state.snapshot()[0]) == ["default/a", "default/b", "default/c", "default/d", "default/e"]
 
-
-def test_a_job_whose_queue_one_state_found_is_not_taken_as_found_by_another():
-    """Whether a job's queue exists is kept on the job with the count of the state's queue names
-    (``JobInfo.queue_seen``), drawn from one count for every state: a job object found in
-    its queue by one state is still looked up by a state without that queue, and by a state
-    pickled and read back whose queue is then removed."""
-    state = ClusterState.from_objects([queue("work").build(), node("n1", cpu=4, memory="8Gi", pods=10)])
-    state.upsert(podgroup("g").queue("work").min_member(1).build())
-    assert list(state.snapshot()[0]) == ["default/g"]
-    job = state.jobs["default/g"]
-    other = ClusterState(jobs={"default/g": job})
-    other.upsert(queue("side").build())  # as many queue names came as in the first: not its queue
-    assert list(other.snapshot()[0]) == []
-    loaded = pickle.loads(pickle.dumps(state))
-    assert list(loaded.snapshot()[0]) == ["default/g"]
-    loaded.remove(queue("work").build())
-    assert list(loaded.snapshot()[0]) == []
-    assert list(state.snapshot()[0]) == ["default/g"]  # the first state still has its queue

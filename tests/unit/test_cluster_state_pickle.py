@@ -75,3 +75,22 @@ def test_a_queue_reads_as_reclaimable_as_its_object_says_after_a_replacement_and
     assert not pickle.loads(pickle.dumps(state)).queues["q"].reclaimable()
     state.upsert(queue("q").build())  # unset again: reclaimable
     assert pickle.loads(pickle.dumps(state)).queues["q"].reclaimable()
+
+
+def test_a_job_whose_queue_one_state_found_is_not_taken_as_found_by_another():
+    """Whether a job's queue exists is kept on the job with the count of the state's queue names
+    (``JobInfo.queue_seen``), drawn from one count for every state: a job object found in
+    its queue by one state is still looked up by a state without that queue, and by a state
+    pickled and read back whose queue is then removed."""
+    state = ClusterState.from_objects([queue("work").build(), node("n1", cpu=4, memory="8Gi", pods=10)])
+    state.upsert(podgroup("g").queue("work").min_member(1).build())
+    assert list(state.snapshot()[0]) == ["default/g"]
+    job = state.jobs["default/g"]
+    other = ClusterState(jobs={"default/g": job})
+    other.upsert(queue("side").build())  # as many queue names came as in the first: not its queue
+    assert list(other.snapshot()[0]) == []
+    loaded = pickle.loads(pickle.dumps(state))
+    assert list(loaded.snapshot()[0]) == ["default/g"]
+    loaded.remove(queue("work").build())
+    assert list(loaded.snapshot()[0]) == []
+    assert list(state.snapshot()[0]) == ["default/g"]  # the first state still has its queue
