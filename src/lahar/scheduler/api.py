@@ -350,10 +350,10 @@ class JobInfo:
     # the job's queue, priority, podgroup and pods, which no session changes; a class default
     # too, as ``facts``
     described: "tuple[Any, int] | None" = None
-    # the count of changes to the cache's queue names (``ClusterState.queue_names``) at which
-    # the snapshot last found this job's queue among them: while that count stands, the job's
-    # queue still exists (its queue never changes: a job with another queue is a new object); a
-    # class default too, as ``facts``
+    # the number the cache's queue names had (``ClusterState.queue_names``, a new one whenever
+    # a name comes or goes) when the snapshot last found this job's queue among them: while
+    # that number stands, the job's queue still exists (its queue never changes: a job with
+    # another queue is a new object); a class default too, as ``facts``
     queue_seen: int = -1
 
     def __init__(

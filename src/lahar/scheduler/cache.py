@@ -9,9 +9,9 @@ phase, node and deletion mark. ``snapshot()`` gives a session its own copies.
 from __future__ import annotations
 
 from bisect import bisect_left
-from itertools import count
 from dataclasses import dataclass, field, fields
 from datetime import datetime, timezone
+from itertools import count
 from typing import Any, Final, Iterable
 
 from lahar.duration import DurationError, parse_duration

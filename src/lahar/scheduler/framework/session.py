@@ -613,7 +613,8 @@ class Session:
         """``scores_for_rows`` node by node, in its order of sums (each node-order plugin, then
         each batch of them over all the nodes): the same floats, as each plugin's vector form
         gives each node the float its scalar form does (``tests/property/test_node_scores.py``).
-        Below a hundred nodes or so this costs less than numpy's fixed cost per operation."""
+        Below a hundred nodes or so this costs less than numpy's fixed cost per operation; it is
+        also the way without a node index."""
         order = [fn for _, _, fn in self._enabled("node_order")]
         totals: list[float] = []
         for node in nodes:
@@ -637,21 +638,13 @@ class Session:
         return total
 
     def node_scores(self, task: TaskInfo, nodes: list[NodeInfo]) -> dict[str, float]:
-        """Sum of every enabled node-order and batch-node-order score, per node name."""
-        if self.node_index is not None and len(nodes) <= FEW_ROWS:
+        """Sum of every enabled node-order and batch-node-order score, per node name: node by
+        node (``scores_each``) without a node index or up to ``FEW_ROWS`` nodes, else with
+        each plugin's vector form (the same floats)."""
+        if self.node_index is None or len(nodes) <= FEW_ROWS:
             return dict(zip((n.name for n in nodes), self.scores_each(task, nodes)))
-        if self.node_index is not None:
-            rows = np.array([self.node_index.row[n.name] for n in nodes], dtype=int)
-            return dict(zip((n.name for n in nodes), self.scores_for_rows(task, rows).tolist()))
-        scores = {node.name: 0.0 for node in nodes}
-        for _, _, fn in self._enabled("batch_node_order"):
-            for name, score in fn(task, nodes).items():
-                scores[name] += score
-        order_fns = [fn for _, _, fn in self._enabled("node_order")]
-        if order_fns:
-            for node in nodes:
-                scores[node.name] += sum(fn(task, node) for fn in order_fns)
-        return scores
+        rows = np.array([self.node_index.row[n.name] for n in nodes], dtype=int)
+        return dict(zip((n.name for n in nodes), self.scores_for_rows(task, rows).tolist()))
 
     def best_node(self, task: TaskInfo, nodes: list[NodeInfo]) -> NodeInfo | None:
         """The highest-scoring node; ties go to the earliest in node-list order (Volcano picks at random)."""
