@@ -4,11 +4,15 @@ node at all."""
 
 from __future__ import annotations
 
+import random
+
 import numpy as np
+import pytest
 
 from builders import node, pod, podgroup, queue
 from lahar.scheduler.cache import ClusterState
-from lahar.scheduler.columnar import NodeIndex
+from lahar.scheduler.api import ALLOCATED, PIPELINED, RELEASING
+from lahar.scheduler.columnar import ClassView, NodeIndex
 
 
 def _nodes():
@@ -53,3 +57,56 @@ def test_an_index_made_at_once_holds_what_refreshing_each_row_writes():
 def test_an_index_of_no_nodes_has_rows_of_cpu_and_memory():
     index = NodeIndex([])
     assert index.idle.shape == (0, 2) and index.pods.shape == (0,) and index.changes == []
+
+
+def _cluster(seed: int):
+    rng = random.Random(seed)
+    objects = [queue("q").build(), podgroup("g").queue("q").min_member(1).phase("Inqueue").build()]
+    for i in range(rng.randint(1, 9)):
+        gpus = {"nvidia.com/gpu": "4"} if rng.random() < 0.4 else {}
+        objects.append(node(f"n{i}", cpu=str(rng.choice([2, 4, 8])), memory=f"{rng.choice([4, 8])}Gi", pods=str(rng.choice([2, 3, 110])), **gpus))
+    for t in range(30):
+        gpus = {"nvidia.com/gpu": "1"} if rng.random() < 0.2 else {}
+        objects.append(pod(f"t{t:02d}").group("g").requests(cpu=rng.choice(["500m", "1", "2"]), memory=rng.choice(["1Gi", "2Gi"]), **gpus).build())
+    jobs, _, nodes, _ = ClusterState.from_objects(objects).snapshot()
+    return rng, nodes, [task for job in jobs.values() for task in job.tasks.values()]
+
+
+def _best_from_scratch(index: NodeIndex, req, static, score) -> int | None:
+    """What ``ClassView.choose`` must answer, worked out again from the whole arrays."""
+    every = np.arange(len(index.nodes))
+    candidates = index.fits_future(req) & static & (index.max_pods > index.pods)
+    if not candidates.any():
+        return None
+    idle = candidates & index.fits_idle(req, every)
+    use = idle if idle.any() else candidates
+    scores = np.array([score(n) for n in index.nodes])
+    return int(np.argmax(np.where(use, scores, -np.inf)))
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_a_class_view_chooses_what_the_whole_arrays_choose_after_every_change(seed):
+    rng, nodes, tasks = _cluster(seed)
+    index = NodeIndex(nodes)
+    req = next(r for r in (index.request(t.init_resreq) for t in tasks) if r is not None)  # a request some node has every resource of
+    static = np.array([rng.random() < 0.8 for _ in nodes], dtype=bool)
+
+    def score(info):  # coarse, so that rows tie often: ties go to the lowest row
+        return float(info.idle.milli_cpu // 1000 - len(info.tasks))
+
+    view = ClassView(index, req, static, True, lambda rows: np.array([score(nodes[r]) for r in rows.tolist()]), score)
+    placed: list = []
+    for _ in range(40):
+        if placed and rng.random() < 0.35:
+            task = placed.pop(rng.randrange(len(placed)))
+            index.nodes[index.row[task.node_name]].remove_task(task)
+        elif len(placed) < len(tasks):
+            task = next(t for t in tasks if t not in placed)
+            task.status = rng.choice([ALLOCATED, PIPELINED, RELEASING])
+            rng.choice(nodes).add_task(task)
+            placed.append(task)
+        if rng.random() < 0.7:  # some changes pile up before the view looks
+            assert view.choose() == _best_from_scratch(index, req, static, score)
+        for row, (idle, releasing, pipelined) in enumerate(index.room_rows):
+            assert (idle, releasing, pipelined) == (index.idle[row].tolist(), index.releasing[row].tolist(), index.pipelined[row].tolist())
+            assert index.pod_counts[row] == index.pods[row] and index.max_pod_counts[row] == index.max_pods[row]

@@ -16,6 +16,7 @@ with Volcano's tolerance of 0.1.
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -66,6 +67,15 @@ class NodeIndex:
         self.pipelined, self.used = _matrix(pipelined, shape), _matrix(used, shape)
         self.pods = np.array([len(node.tasks) for node in nodes], dtype=np.float64)
         self.max_pods = np.array([node.max_task_num for node in nodes], dtype=np.float64)
+        # Each row's room and pod counts also as Python floats, which ``ClassView.sync`` reads
+        # (a scalar read of a numpy row costs more than the test it feeds).
+        width = len(names)
+        self.room_rows: list[tuple[list[float], list[float], list[float]]] = [
+            (idle[i * width : (i + 1) * width], releasing[i * width : (i + 1) * width], pipelined[i * width : (i + 1) * width])
+            for i in range(len(nodes))
+        ]
+        self.pod_counts: list[int] = [len(node.tasks) for node in nodes]
+        self.max_pod_counts: list[float] = [node.max_task_num for node in nodes]
         self._class_cache: dict[tuple, tuple[np.ndarray, np.ndarray] | None] = {}
         self.changes: list[int] = list(range(len(nodes)))  # every row, as a refresh of each would leave it
         self.views: dict[tuple, "ClassView"] = {}
@@ -81,11 +91,11 @@ class NodeIndex:
     def refresh(self, node: "NodeInfo") -> None:
         """Copy one node's current values into its row."""
         i = self.row[node.name]
-        self.idle[i] = self._values(node.idle)
-        self.releasing[i] = self._values(node.releasing)
-        self.pipelined[i] = self._values(node.pipelined)
+        idle, releasing, pipelined = self._values(node.idle), self._values(node.releasing), self._values(node.pipelined)
+        self.idle[i], self.releasing[i], self.pipelined[i] = idle, releasing, pipelined
         self.used[i] = self._values(node.used)
-        self.pods[i] = len(node.tasks)
+        self.room_rows[i] = (idle, releasing, pipelined)
+        self.pods[i] = self.pod_counts[i] = len(node.tasks)
         self.changes.append(i)
 
     def request(self, res: Resource) -> tuple[np.ndarray, np.ndarray] | None:
@@ -144,11 +154,14 @@ def _fits_row(values: list[float], room: list[float]) -> bool:
 
 
 class ClassView:
-    """Fit masks, predicate mask and node scores for one request class, kept current row by row.
+    """The best node for one request class, kept current row by row.
 
-    A *class* is every task with the same request and the same placement constraints. Its masks
-    and scores change only on nodes whose rows changed since the class last looked, so a
-    placement costs a few scalar updates instead of a pass over all nodes. The whole arrays are
+    A *class* is every task with the same request and the same placement constraints. Which
+    nodes it fits and their scores change only on nodes whose rows changed since the class last
+    looked, so a placement costs a few scalar updates instead of a pass over all nodes. The view
+    keeps each row's score where the row is a candidate (room for the task in the future, every
+    predicate passed) and -inf elsewhere, twice: once over every candidate and once over the
+    candidates with idle room now. The best node is then one ``argmax``. The whole arrays are
     built with vector operations once; changed rows are redone with the scalar functions, which
     compute exactly the same values.
     """
@@ -158,11 +171,12 @@ class ClassView:
         self.row_score = row_score
         self.position = len(index.changes)
         every = np.arange(len(index.nodes))
-        self.fits_future = index.fits_future(req)
-        self.fits_idle = index.fits_idle(req, every)
-        self.static, self.pod_limit = static, pod_limit
-        self.allowed = static & (index.max_pods > index.pods) if pod_limit else static.copy()
-        self.scores = scorer(every) if len(every) else np.zeros(0)
+        allowed = static & (index.max_pods > index.pods) if pod_limit else static
+        candidates = index.fits_future(req) & allowed
+        scores = scorer(every) if len(every) else np.zeros(0)
+        self.best_future = np.where(candidates, scores, -np.inf)
+        self.best_idle = np.where(candidates & index.fits_idle(req, every), scores, -np.inf)
+        self.static, self.pod_limit = static.tolist(), pod_limit
         self._cols, self._values = req[0].tolist(), req[1].tolist()
         self.errors: tuple[int, FitErrors] | None = None  # (position, why) of the last search that found no node
 
@@ -172,22 +186,26 @@ class ClassView:
             return
         rows = set(index.changes[self.position:])
         self.position = len(index.changes)
-        cols, values = self._cols, self._values
+        cols, values, static = self._cols, self._values, self.static
+        room_rows, pods, max_pods = index.room_rows, index.pod_counts, index.max_pod_counts
         for k in rows:
-            idle, releasing, pipelined = index.idle[k].tolist(), index.releasing[k].tolist(), index.pipelined[k].tolist()
-            self.fits_idle[k] = _fits_row(values, [idle[c] for c in cols])
-            self.fits_future[k] = _fits_row(values, [idle[c] + releasing[c] - pipelined[c] for c in cols])
-            allowed = bool(self.static[k]) and (not self.pod_limit or index.max_pods[k] > index.pods[k])
-            self.allowed[k] = allowed
-            if allowed and self.fits_future[k]:
-                self.scores[k] = self.row_score(index.nodes[k])
+            score = -math.inf
+            idle_score = -math.inf
+            if static[k] and (not self.pod_limit or max_pods[k] > pods[k]):
+                idle, releasing, pipelined = room_rows[k]
+                if _fits_row(values, [idle[c] + releasing[c] - pipelined[c] for c in cols]):
+                    score = self.row_score(index.nodes[k])
+                    if _fits_row(values, [idle[c] for c in cols]):
+                        idle_score = score
+            self.best_future[k] = score
+            self.best_idle[k] = idle_score
 
     def choose(self) -> int | None:
         """The best row: among nodes with idle room first, else with future room; ties to the lowest row."""
         self.sync()
-        candidates = self.fits_future & self.allowed
-        if not candidates.any():
-            return None
-        idle = candidates & self.fits_idle
-        use = idle if idle.any() else candidates
-        return int(np.argmax(np.where(use, self.scores, -np.inf)))
+        for best in (self.best_idle, self.best_future):
+            if len(best):
+                row = int(best.argmax())
+                if best[row] > -math.inf:
+                    return row
+        return None

@@ -316,7 +316,7 @@ def _choose_node_vector(ssn: Session, task: TaskInfo) -> tuple[NodeInfo | None, 
     row = view.choose()
     if row is None:
         if view.errors is None or view.errors[0] != view.position:
-            view.errors = (view.position, _vector_errors(ssn, task, req, view.fits_future))
+            view.errors = (view.position, _vector_errors(ssn, task, req, index.fits_future(req)))
         return None, view.errors[1]
     return index.nodes[row], None
 
