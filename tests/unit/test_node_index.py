@@ -96,7 +96,7 @@ def test_a_class_view_chooses_what_the_whole_arrays_choose_after_every_change(se
 
     view = ClassView(index, req, static, True, lambda rows: np.array([score(nodes[r]) for r in rows.tolist()]), score)
     placed: list = []
-    for _ in range(40):
+    for step in range(40):
         if placed and rng.random() < 0.35:
             task = placed.pop(rng.randrange(len(placed)))
             index.nodes[index.row[task.node_name]].remove_task(task)
@@ -107,6 +107,11 @@ def test_a_class_view_chooses_what_the_whole_arrays_choose_after_every_change(se
             placed.append(task)
         if rng.random() < 0.7:  # some changes pile up before the view looks
             assert view.choose() == _best_from_scratch(index, req, static, score)
-        for row, (idle, releasing, pipelined) in enumerate(index.room_rows):
-            assert (idle, releasing, pipelined) == (index.idle[row].tolist(), index.releasing[row].tolist(), index.pipelined[row].tolist())
-            assert index.pod_counts[row] == index.pods[row] and index.max_pod_counts[row] == index.max_pods[row]
+        first = ("idle", "releasing", "pipelined", "used", "pods")[step % 5]  # each array read first in turn: each catches up
+        expected = [len(n.tasks) for n in nodes] if first == "pods" else [index._values(getattr(n, first)) for n in nodes]
+        assert getattr(index, first).tolist() == expected
+        for row, info in enumerate(nodes):  # the rows and the arrays hold the node's values now
+            now = [index._values(getattr(info, name)) for name in ("idle", "releasing", "pipelined", "used")]
+            assert [*index.room_rows[row], index.used_rows[row]] == now
+            assert [index.idle[row].tolist(), index.releasing[row].tolist(), index.pipelined[row].tolist(), index.used[row].tolist()] == now
+            assert index.pod_counts[row] == index.pods[row] == len(info.tasks) and index.max_pod_counts[row] == index.max_pods[row]

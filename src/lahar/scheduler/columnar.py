@@ -63,22 +63,26 @@ class NodeIndex:
             _append_row(releasing, node.releasing, extra)
             _append_row(pipelined, node.pipelined, extra)
             _append_row(used, node.used, extra)
-        self.alloc, self.idle, self.releasing = _matrix(alloc, shape), _matrix(idle, shape), _matrix(releasing, shape)
-        self.pipelined, self.used = _matrix(pipelined, shape), _matrix(used, shape)
-        self.pods = np.array([len(node.tasks) for node in nodes], dtype=np.float64)
+        self.alloc = _matrix(alloc, shape)
+        self._idle, self._releasing, self._pipelined = _matrix(idle, shape), _matrix(releasing, shape), _matrix(pipelined, shape)
+        self._used = _matrix(used, shape)
+        self._pods = np.array([len(node.tasks) for node in nodes], dtype=np.float64)
         self.max_pods = np.array([node.max_task_num for node in nodes], dtype=np.float64)
-        # Each row's room and pod counts also as Python floats, which ``ClassView.sync`` reads
-        # (a scalar read of a numpy row costs more than the test it feeds).
+        # Each row also as Python floats: ``refresh`` writes only these, and ``ClassView.sync``
+        # reads them (a scalar read or write of a numpy row costs more than the test it feeds).
+        # The arrays catch up with the rows refreshed since (``_behind``) when next read.
         width = len(names)
         self.room_rows: list[tuple[list[float], list[float], list[float]]] = [
             (idle[i * width : (i + 1) * width], releasing[i * width : (i + 1) * width], pipelined[i * width : (i + 1) * width])
             for i in range(len(nodes))
         ]
+        self.used_rows: list[list[float]] = [used[i * width : (i + 1) * width] for i in range(len(nodes))]
         self.pod_counts: list[int] = [len(node.tasks) for node in nodes]
         self.max_pod_counts: list[float] = [node.max_task_num for node in nodes]
-        self._class_cache: dict[tuple, tuple[np.ndarray, np.ndarray] | None] = {}
+        self._behind: set[int] = set()
+        self._class_cache: dict[tuple, tuple[int, tuple[np.ndarray, np.ndarray] | None]] = {}
         self.changes: list[int] = list(range(len(nodes)))  # every row, as a refresh of each would leave it
-        self.views: dict[tuple, "ClassView"] = {}
+        self.views: dict[tuple[int, str], "ClassView"] = {}  # allocate's, by (request's number, constraints)
         for node in nodes:
             node.index = self
 
@@ -89,33 +93,76 @@ class NodeIndex:
         return row
 
     def refresh(self, node: "NodeInfo") -> None:
-        """Copy one node's current values into its row."""
+        """Copy one node's current values into its row (the arrays' copy when next read)."""
         i = self.row[node.name]
-        idle, releasing, pipelined = self._values(node.idle), self._values(node.releasing), self._values(node.pipelined)
-        self.idle[i], self.releasing[i], self.pipelined[i] = idle, releasing, pipelined
-        self.used[i] = self._values(node.used)
-        self.room_rows[i] = (idle, releasing, pipelined)
-        self.pods[i] = self.pod_counts[i] = len(node.tasks)
+        self.room_rows[i] = (self._values(node.idle), self._values(node.releasing), self._values(node.pipelined))
+        self.used_rows[i] = self._values(node.used)
+        self.pod_counts[i] = len(node.tasks)
+        self._behind.add(i)
         self.changes.append(i)
+
+    def _catch_up(self) -> None:
+        """Write the rows refreshed since the arrays were last read into them, all at once."""
+        if not self._behind:
+            return
+        rows = sorted(self._behind)
+        self._behind = set()
+        rooms = [self.room_rows[i] for i in rows]
+        self._idle[rows] = [room[0] for room in rooms]
+        self._releasing[rows] = [room[1] for room in rooms]
+        self._pipelined[rows] = [room[2] for room in rooms]
+        self._used[rows] = [self.used_rows[i] for i in rows]
+        self._pods[rows] = [self.pod_counts[i] for i in rows]
+
+    @property
+    def idle(self) -> np.ndarray:
+        self._catch_up()
+        return self._idle
+
+    @property
+    def releasing(self) -> np.ndarray:
+        self._catch_up()
+        return self._releasing
+
+    @property
+    def pipelined(self) -> np.ndarray:
+        self._catch_up()
+        return self._pipelined
+
+    @property
+    def used(self) -> np.ndarray:
+        self._catch_up()
+        return self._used
+
+    @property
+    def pods(self) -> np.ndarray:
+        self._catch_up()
+        return self._pods
 
     def request(self, res: Resource) -> tuple[np.ndarray, np.ndarray] | None:
         """(columns to compare, request values) for a task; None if it asks for a resource no node has."""
+        return self.numbered_request(res)[1]
+
+    def numbered_request(self, res: Resource) -> tuple[int, tuple[np.ndarray, np.ndarray] | None]:
+        """``request`` with a number for its values, the same each time (a cheap key)."""
         key = (res.milli_cpu, res.memory, tuple(sorted((res.scalars or {}).items())))
-        if key in self._class_cache:
-            return self._class_cache[key]
+        found = self._class_cache.get(key)
+        if found is not None:
+            return found
+        found = self._class_cache[key] = (len(self._class_cache), self._columns(res))
+        return found
+
+    def _columns(self, res: Resource) -> tuple[np.ndarray, np.ndarray] | None:
         cols, values = [0, 1], [res.milli_cpu, res.memory]
         for name, value in (res.scalars or {}).items():
             col = self.dims.get(name)
             if col is None:
                 if value >= MIN_RESOURCE:
-                    self._class_cache[key] = None
                     return None
                 continue
             cols.append(col)
             values.append(value)
-        out = (np.array(cols), np.array(values))
-        self._class_cache[key] = out
-        return out
+        return np.array(cols), np.array(values)
 
     @staticmethod
     def _fits(values: np.ndarray, room: np.ndarray) -> np.ndarray:

@@ -21,7 +21,7 @@ import numpy as np
 
 from lahar.resources import Dim
 from lahar.scheduler.api import PENDING, FitError, FitErrors, JobInfo, NodeInfo, QueueInfo, StatusCode, TaskInfo
-from lahar.scheduler.columnar import ClassView
+from lahar.scheduler.columnar import ClassView, NodeIndex
 from lahar.scheduler.framework.session import Session
 from lahar.scheduler.framework.statement import Statement
 from lahar.scheduler.lookalikes import plugins_known, show_next
@@ -295,11 +295,11 @@ def _choose_node(ssn: Session, task: TaskInfo, role_cache: dict | None) -> tuple
 
 
 def _choose_node_vector(ssn: Session, task: TaskInfo) -> tuple[NodeInfo | None, FitErrors | None]:
-    index = ssn.node_index
-    req = index.request(task.init_resreq)
+    index: NodeIndex = ssn.node_index  # typed: compiled, its methods are native calls
+    number, req = index.numbered_request(task.init_resreq)
     if req is None:
         return None, _predicate_nodes_vector(ssn, task)[1]
-    key = (req[0].tobytes(), req[1].tobytes(), task_constraints(task))
+    key = (number, task_constraints(task))
     view = index.views.get(key)
     if view is None:
         parts = ssn.vector_predicate_parts(task)
