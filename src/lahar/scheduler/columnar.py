@@ -223,8 +223,11 @@ class ClassView:
         scores = scorer(every) if len(every) else np.zeros(0)
         self.best_future = np.where(candidates, scores, -np.inf)
         self.best_idle = np.where(candidates & index.fits_idle(req, every), scores, -np.inf)
-        self.static, self.pod_limit = static.tolist(), pod_limit
-        self._cols, self._values = req[0].tolist(), req[1].tolist()
+        # typed: compiled, ``sync`` then indexes lists and adds floats natively (``tolist`` is untyped)
+        self.static: list[bool] = static.tolist()
+        self.pod_limit = pod_limit
+        self._cols: list[int] = req[0].tolist()
+        self._values: list[float] = req[1].tolist()
         self.errors: tuple[int, FitErrors] | None = None  # (position, why) of the last search that found no node
 
     def sync(self) -> None:
