@@ -4,15 +4,24 @@
     python bench/cycle.py --nodes 5000 --pods 1000 --running 50000 --reclaim
 
 Prints one JSON line: pods placed per second, cycle seconds (wall and CPU: on a busy machine
-the CPU figure is the one to compare), peak RSS, and ``evicted`` (the victims, with --reclaim).
+the CPU figure is the one to compare), peak RSS, ``evicted`` (the victims, with --reclaim), and
+a digest of every decision (type, task, node, in order): two versions that decide alike print
+the same digest.
+
+Exact instruction counts of the cycle alone, to compare two versions on a noisy machine:
+
+    valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file=OUT python bench/cycle.py --callgrind
 """
 
 from __future__ import annotations
 
 import argparse
 import gc
+import hashlib
 import json
+import os
 import resource
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -36,6 +45,7 @@ def main() -> None:
     parser.add_argument("--hierarchy", action="store_true")
     parser.add_argument("--actions", default="enqueue, allocate, backfill")
     parser.add_argument("--profile", action="store_true")
+    parser.add_argument("--callgrind", action="store_true", help="under valgrind --tool=callgrind --instr-atstart=no: the instruments on around the cycle only")
     args = parser.parse_args()
     shape = Shape(nodes=args.nodes, pods=args.pods, queues=args.queues, running=args.running, hierarchy=args.hierarchy)
     t0 = time.perf_counter()
@@ -46,6 +56,8 @@ def main() -> None:
     conf.actions = [a.strip() for a in (args.actions if not args.reclaim else "enqueue, allocate, reclaim").split(",")]
     gc.collect()
     gc.freeze()  # what a long-running server does once its state is loaded
+    if args.callgrind:
+        _instruments("on")
     t1, c1 = time.perf_counter(), time.process_time()
     if args.profile:
         from pyinstrument import Profiler
@@ -54,6 +66,8 @@ def main() -> None:
         profiler.start()
     result = run_cycle(state, conf)
     seconds, cpu = time.perf_counter() - t1, time.process_time() - c1
+    if args.callgrind:
+        _instruments("off")
     if args.profile:
         profiler.stop()
         print(profiler.output_text(unicode=False, color=False, show_all=False), file=sys.stderr)
@@ -73,9 +87,15 @@ def main() -> None:
                 "pods_per_cpu_second": round(placed / cpu, 1) if cpu else None,
                 "build_seconds": round(build, 3),
                 "peak_rss_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+                "decisions_digest": hashlib.sha256(repr([(d.type, d.task, d.node) for d in result.decisions]).encode()).hexdigest()[:16],
             }
         )
     )
+
+
+def _instruments(state: str) -> None:
+    """Callgrind's instruments on or off for this process (``callgrind_control -i``)."""
+    subprocess.run(["callgrind_control", "-i", state, str(os.getpid())], check=True, capture_output=True)
 
 
 if __name__ == "__main__":
