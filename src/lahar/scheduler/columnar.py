@@ -6,8 +6,9 @@ ones that fit. Done node by node in Python that is ~10 µs per node, so 50 ms pe
 scores over all nodes are a handful of vector operations.
 
 ``NodeIndex`` mirrors the ``NodeInfo`` objects, which stay the source of truth: every
-``NodeInfo.add_task`` / ``remove_task`` refreshes that node's row (a few scalar writes), so the
-arrays are always exactly the nodes' values and decisions are the same as the node-by-node path.
+``NodeInfo.add_task`` / ``remove_task`` refreshes that node's row (Python lists; the arrays
+catch up with every changed row when next read), so the arrays read are always exactly the
+nodes' values and decisions are the same as the node-by-node path.
 
 Comparisons reproduce ``Resource.less_equal(..., Dim.ZERO)``: a task's cpu and memory are always
 compared, its other resources only where it requests them (a missing node value reads as 0),
