@@ -215,7 +215,7 @@ class ClassView:
     """
 
     def __init__(self, index: NodeIndex, req: tuple[np.ndarray, np.ndarray], static: np.ndarray, pod_limit: bool, scorer, row_score) -> None:
-        self.index, self.req = index, req
+        self.index = index
         self.row_score = row_score
         self.position = len(index.changes)
         every = np.arange(len(index.nodes))
