@@ -69,7 +69,13 @@ class ObjectsView:
 
 class LiveView:
     """A ``ClusterView`` kept up to date object by object (``put`` / ``remove``): queues by name and
-    a running count of unfinished podgroups per queue, so that admission reads in O(1)."""
+    a running count of unfinished podgroups per queue, so that admission reads in O(1).
+
+    ``generation`` moves whenever what the view holds may read differently: a queue put or removed,
+    a podgroup come, gone, or moved to another queue or phase (a podgroup put again as it was,
+    and any other object, leave it). The same generation means the same queues and counts."""
+
+    generation = 0  # a class default: a view pickled before it had one reads 0
 
     def __init__(self) -> None:
         self._queues: dict[str, Queue] = {}
@@ -79,20 +85,25 @@ class LiveView:
     def put(self, obj: ApiObject) -> None:
         if isinstance(obj, Queue):
             self._queues[obj.name] = obj
+            self.generation += 1
         elif isinstance(obj, PodGroup):
             self.put_group(obj.key, obj.queue, obj.status.phase)
 
     def put_group(self, key: str, queue: str, phase: str | None) -> None:
         """A podgroup as it now is, by what the view keeps of it: its queue and phase."""
-        self.remove_group(key)
         phase = phase or PodGroupPhase.PENDING.value
+        if self._groups.get(key) == (queue, phase):
+            return  # counted as it is
+        self.remove_group(key)
         self._groups[key] = (queue, phase)
         counts = self._phases.setdefault(queue, {})
         counts[phase] = counts.get(phase, 0) + 1
+        self.generation += 1
 
     def remove(self, obj: ApiObject) -> None:
         if isinstance(obj, Queue):
             self._queues.pop(obj.name, None)
+            self.generation += 1
         elif isinstance(obj, PodGroup):
             self.remove_group(obj.key)
 
@@ -100,6 +111,7 @@ class LiveView:
         old = self._groups.pop(key, None)
         if old is not None:
             self._phases[old[0]][old[1]] -= 1
+            self.generation += 1
 
     def phase_counts(self, queue: str) -> dict[str, int]:
         """Podgroups of ``queue`` per phase (zero counts included)."""

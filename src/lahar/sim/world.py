@@ -70,6 +70,7 @@ class World:
     _phases_seen: dict = field(default_factory=dict)  # podgroup key -> (podgroup, phase, running) found up to date
     _reasons_seen: dict = field(default_factory=dict)  # podgroup key -> (podgroup, reason) found written
     changes: int = 0  # objects taken in or let go so far: the same count means the same world
+    _refreshed_at: int = -1  # ``live.generation`` when the queue controller last refreshed and found nothing to change
     # What ``apply`` must look at besides the outcomes that changed (``outcomes_to_check``):
     # podgroup and vcjob keys taken in or let go since the last apply began, and the outcomes it applied
     _touched: set = field(default_factory=set)
@@ -93,6 +94,7 @@ class World:
         self.__dict__.setdefault("_touched", set())
         self.__dict__.setdefault("applied_outcomes", None)
         self.__dict__.setdefault("_checked", ())
+        self.__dict__.setdefault("_refreshed_at", -1)
 
     # ----------------------------------------------------------------- views
 
@@ -222,9 +224,17 @@ class World:
             self.events.append({"time": now, **event.to_json()})
 
     def refresh_queues(self, now: float) -> None:
-        if self.raw:
+        """The queue controller's pass over every queue. It reads only the queues and their
+        podgroups' phases per queue, which ``live`` holds (the world's queue table is the same
+        queues), so a world that refreshed and found nothing to change would find nothing
+        again while ``live.generation`` stands: it is skipped (a step whose writes were pods and
+        vcjobs, or nothing)."""
+        if self.raw or self._refreshed_at == self.live.generation:
             return
         changes = refresh(self.queues, self.live.phase_counts)
+        if not changes.queues and not changes.events:
+            self._refreshed_at = self.live.generation
+            return
         self._apply_queue_changes(changes.queues.values(), changes.events, now)
 
     # ----------------------------------------------------------------- time passes
