@@ -134,3 +134,38 @@ def test_memory_stays_bounded_on_a_long_replay():
     result = run(objects, max_points=16)
     assert len(result["series"]["time"]) <= 16 and result["series"]["width"] == 4096.0
     assert result["summary"]["utilisation"]["cpu"] == pytest.approx(600 / 59010)
+
+
+def test_the_state_vector_is_kept_only_while_its_figures_stand():
+    """A cycle whose leaf queues hold, deserve and keep waiting what they did in the last one
+    keeps the last state vector; any one of those figures moving alone gives a new one, with
+    the new figure in it."""
+    from types import SimpleNamespace
+
+    from lahar.resources import Resource
+
+    def record(allocated: dict, deserved: dict, pending: dict):
+        attrs = {name: SimpleNamespace(deserved=Resource.from_list({"cpu": cpu})) for name, cpu in deserved.items()}
+        result = SimpleNamespace(session=SimpleNamespace(queue_attrs=attrs), queue_allocated={n: Resource.from_list({"cpu": c}) for n, c in allocated.items()})
+        return SimpleNamespace(result=result), pending
+
+    metrics = MetricsCollector()
+    metrics.capacity, metrics._leaves = {"cpu": 4.0}, ["a", "b"]
+    base = ({"a": "1", "b": "2"}, {"a": "2", "b": "2"}, {"a": 1, "b": 0})
+    first = metrics._snapshot(None, *record(*base))
+    metrics._state = first
+    assert metrics._snapshot(None, *record(*base)) is first  # new objects, the same figures
+    column = metrics.columns
+    for which, moved, key, value in (
+        (0, {"a": "1", "b": "3"}, ("allocated", "b", "cpu"), 3.0),
+        (1, {"a": "3", "b": "2"}, ("deserved", "a", "cpu"), 3.0),
+        (2, {"a": 1, "b": 2}, ("pending", "b"), 2.0),
+    ):
+        figures = list(base)
+        figures[which] = moved
+        metrics._state = first
+        metrics._kept_figures = None
+        metrics._snapshot(None, *record(*base))  # the base figures kept again
+        state = metrics._snapshot(None, *record(*figures))
+        assert state is not first and state[column[key]] == value, key
+    assert first[column[("util", "cpu")]] == 0.75

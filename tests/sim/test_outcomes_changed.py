@@ -166,3 +166,30 @@ def test_a_job_that_leaves_while_waiting_stops_counting():
     seen = collector._track_jobs(sim, Record(time=2.0, result=Record(jobs=later, changed=[], compared_to=first, decisions=[])))
     assert seen == {"q": 1}
     assert collector.every_job == 1
+
+
+class _FreshState(MetricsCollector):
+    """Works out the state vector of every cycle afresh, as the collector did before it kept
+    the last one for the same figures."""
+
+    def _snapshot(self, sim, record, pending):
+        attrs = record.result.session.queue_attrs
+        return self._state_of(record, attrs, pending)
+
+
+class _CountingStates(MetricsCollector):
+    kept = 0
+
+    def _snapshot(self, sim, record, pending):
+        before = self._state
+        state = super()._snapshot(sim, record, pending)
+        self.kept += state is before
+        return state
+
+
+def test_a_state_vector_kept_for_the_same_figures_gives_the_metrics_of_fresh_ones():
+    fresh, kept = _FreshState(), _CountingStates()
+    sim = _replay_head([fresh, kept])
+    assert kept.result(sim) == fresh.result(sim)
+    assert kept.result(sim)["series"]["queues"] and kept.kept > kept.cycles / 3  # many cycles keep it
+    assert kept.cycles - kept.kept > 50  # and many work it out again: allocations and waits move

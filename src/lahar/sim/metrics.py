@@ -165,6 +165,7 @@ class MetricsCollector:
         self.totals = np.zeros(0)
         self.capacity: dict[str, float] = {}
         self._state = np.zeros(0)
+        self._kept_figures: tuple | None = None  # what ``_state`` was made of (``_snapshot``)
         self._last: float | None = None
         self._leaves: list[str] = []
         self._shape = (-1, -1)
@@ -181,6 +182,7 @@ class MetricsCollector:
     def __setstate__(self, state: dict[str, Any]) -> None:
         """Unpickling a collector an older version saved: it starts with a full look at the jobs."""
         self.__dict__.update(state)
+        self.__dict__.setdefault("_kept_figures", None)
         if "_waiting" not in state:
             self._reset_pending()
 
@@ -252,8 +254,8 @@ class MetricsCollector:
         if result.changed is not None and before is not None and result.compared_to is before:
             now = result.jobs
             arrived = sum(1 for uid in result.changed if uid not in before)
-            if len(now) != len(before) + arrived:  # some left: a look at each key, not at each job
-                for uid in [uid for uid in before if uid not in now]:
+            if len(now) != len(before) + arrived:  # some left: the keys' difference, in C (any order: counts)
+                for uid in before.keys() - now.keys():
                     self._count_waiting(uid, None)
             return sorted(set(result.changed).union(bound, self._bound_before))
         self._reset_pending()
@@ -395,8 +397,20 @@ class MetricsCollector:
         return index
 
     def _snapshot(self, sim: Any, record: Any, pending: dict[str, int]) -> np.ndarray:
-        values: dict[int, float] = {}
+        """The state vector after ``record``'s cycle. It is made of each leaf queue's allocation,
+        deserved share and waiting count on the cluster's capacity: when those are the last
+        cycle's (most cycles of a backlog), it is the last vector."""
         attrs = record.result.session.queue_attrs
+        figures = _figures(self._leaves, record.result.queue_allocated, attrs, pending)
+        kept = self._kept_figures
+        if kept is not None and kept[0] is self.capacity and kept[1] is self._leaves and kept[2] == figures:
+            return self._state
+        # copies: the cycle's objects are its own to change later (a value that moved is a new look)
+        self._kept_figures = (self.capacity, self._leaves, [(_copy(a), _copy(d), n) for a, d, n in figures])
+        return self._state_of(record, attrs, pending)
+
+    def _state_of(self, record: Any, attrs: dict, pending: dict[str, int]) -> np.ndarray:
+        values: dict[int, float] = {}
         used: dict[str, float] = {}
         shares = []
         for name in self._leaves:
@@ -425,6 +439,19 @@ class MetricsCollector:
             values[self._column(("deserved", name, key))] = deserved.get(key, 0.0)
         values[self._column(("share", name))] = share or 0.0
         values[self._column(("pending", name))] = float(pending)
+
+
+def _figures(leaves: list[str], allocated: dict, attrs: dict, pending: dict[str, int]) -> list[tuple]:
+    """What a state vector is made of, per leaf queue: allocation, deserved share, waiting jobs."""
+    found = []
+    for name in leaves:
+        attr = attrs.get(name)
+        found.append((allocated.get(name), attr.deserved if attr is not None else None, pending.get(name, 0)))
+    return found
+
+
+def _copy(res: Resource | None) -> Resource | None:
+    return res.clone() if res is not None else None
 
 
 def _public(res: Resource | None) -> dict[str, float]:
