@@ -54,3 +54,19 @@ def test_a_job_with_no_waiting_task_requests_what_it_holds():
     add_job(attr, job)
     assert (attr.request.milli_cpu, attr.request.get(GPU)) == (1000.0, 1000.0)
     assert (attr.allocated.milli_cpu, attr.allocated.get(GPU)) == (1000.0, 1000.0)
+
+
+def test_a_queue_s_attributes_start_empty_and_survive_pickling():
+    """Each queue gets its own empty totals (never shared between two), and a pickled session's
+    attributes read back as they were (``bench/checkpoint.py`` saves whole replays)."""
+    import pickle
+
+    one, other = QueueAttr("a", 3), QueueAttr("b", deserved=Resource(1000.0, 0.0))
+    assert (one.name, one.weight, one.share, one.parent, one.capability) == ("a", 3, 0.0, None, None)
+    assert one.allocated is not other.allocated and one.ancestors is not other.ancestors
+    assert one.deserved == Resource() and other.deserved == Resource(1000.0, 0.0) and other.weight == 1
+    add_job(one, _job())
+    one.ancestors.append("root")
+    back = pickle.loads(pickle.dumps(one))
+    assert back == one and back.allocated == one.allocated and back.ancestors == ["root"]
+    assert other.allocated == Resource()

@@ -10,7 +10,7 @@ schedules only Open queues; Lahar's default also lets Closing and Unknown queues
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Final
 
 from lahar.resources import EXACT_SUMS_BELOW, MAX_FLOAT, MIN_RESOURCE, Dim, Resource, share
@@ -42,23 +42,34 @@ __all__ = [
 _INFINITE: Final = float(Dim.INFINITY)  # a scalar that reads as unlimited (Volcano's -1), as a float
 
 
-@dataclass
+@dataclass(init=False)  # its own __init__: compiled, the generated one is plain Python (cycle.JobOutcome)
 class QueueAttr:
     name: str
-    weight: int = 1
-    share: float = 0.0
-    deserved: Resource = field(default_factory=Resource)
-    allocated: Resource = field(default_factory=Resource)
-    request: Resource = field(default_factory=Resource)
-    elastic: Resource = field(default_factory=Resource)
-    inqueue: Resource = field(default_factory=Resource)
-    capability: Resource | None = None
-    real_capability: Resource | None = None
-    guarantee: Resource = field(default_factory=Resource)
+    weight: int
+    share: float
+    deserved: Resource
+    allocated: Resource
+    request: Resource
+    elastic: Resource
+    inqueue: Resource
+    capability: Resource | None
+    real_capability: Resource | None
+    guarantee: Resource
     # capacity hierarchy
-    parent: str | None = None
-    ancestors: list[str] = field(default_factory=list)
-    children: list[str] = field(default_factory=list)
+    parent: str | None
+    ancestors: list[str]
+    children: list[str]
+
+    def __init__(self, name: str = "", weight: int = 1, deserved: Resource | None = None) -> None:
+        """A queue's attributes at session open; every other one starts empty (None, zero or []).
+        Every argument has a default: compiled, unpickling (bench/checkpoint.py) calls it with none."""
+        self.name, self.weight, self.share = name, weight, 0.0
+        self.deserved = deserved if deserved is not None else Resource()
+        self.allocated, self.request, self.elastic, self.inqueue = Resource(), Resource(), Resource(), Resource()
+        self.capability = self.real_capability = None
+        self.guarantee = Resource()
+        self.parent = None
+        self.ancestors, self.children = [], []
 
 
 def capability_of(spec_capability: dict | None) -> Resource | None:
