@@ -5,6 +5,7 @@
     python bench/trace.py philly --profile 2>profile.txt
     python bench/trace.py philly --limit-jobs 5000 --whole-trace-cluster
     python bench/trace.py philly --profile-cycles 21700:21800 2>profile.txt   # a deep backlog
+    valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file=OUT python bench/trace.py philly --limit-jobs 1000 --callgrind
 
 The trace is found under ``--traces DIR``, else ``$LAHAR_TRACES``, else ``../shared/traces``
 next to the repository (``philly-derived/philly.csv``). The run is the same as
@@ -14,17 +15,22 @@ virtual cluster, the default scheduler configuration and the replay that jumps b
 replaying only the first jobs: the first 5,000 already build the backlog of waiting jobs that
 makes the full replay's cycles slow, in minutes rather than hours. ``--profile-cycles A:B``
 profiles only cycles A to B (with the jobs waiting at A on stderr) and ends the replay there.
-Prints one JSON line: simulated jobs per wall second, total seconds (loading included), replay
-seconds, cycles and the metrics' headline figures.
+``--callgrind`` (under ``valgrind --tool=callgrind --instr-atstart=no``) turns the instruments on
+around the replay only, leaving out loading the trace. Prints one JSON line: simulated jobs per
+wall second, total seconds (loading included), replay seconds, cycles, the metrics' headline
+figures and ``metrics_digest``, a digest of every metric (each job's times, the queues' figures
+and the series): two versions that replay alike print the same.
 """
 
 from __future__ import annotations
 
 import argparse
 import bisect
+import hashlib
 import json
 import os
 import resource
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -102,6 +108,7 @@ def main() -> None:
     parser.add_argument("--profile", action="store_true", help="pyinstrument profile of the replay on stderr")
     parser.add_argument("--progress", type=int, default=0, metavar="N", help="every N cycles, a line on stderr: cycles, simulated time, jobs arrived, CPU so far")
     parser.add_argument("--profile-cycles", default=None, metavar="A:B", help="pyinstrument profile of cycles A to B only, on stderr; the replay ends at B")
+    parser.add_argument("--callgrind", action="store_true", help="under valgrind --tool=callgrind --instr-atstart=no: the instruments on around the replay only")
     args = parser.parse_args()
     path = trace_path(args.kind, args.traces)
     t0 = time.perf_counter()
@@ -121,10 +128,14 @@ def main() -> None:
 
         profiler = Profiler(interval=0.005)
         profiler.start()
+    if args.callgrind:
+        _instruments("on")
     try:
         replay(sim, objects, Clock(1.0, None, None))
     except _Window.Done:
         pass
+    if args.callgrind:
+        _instruments("off")
     t2, c2 = time.perf_counter(), time.process_time()
     if args.profile:
         profiler.stop()
@@ -151,9 +162,15 @@ def main() -> None:
                 "wait_mean": summary.get("wait_mean"),
                 "never_started": summary.get("never_started"),
                 "peak_rss_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+                "metrics_digest": hashlib.sha256(json.dumps(result, sort_keys=True).encode()).hexdigest()[:16],
             }
         )
     )
+
+
+def _instruments(state: str) -> None:
+    """Callgrind's instruments on or off for this process (``callgrind_control -i``)."""
+    subprocess.run(["callgrind_control", "-i", state, str(os.getpid())], check=True, capture_output=True)
 
 
 if __name__ == "__main__":
