@@ -59,7 +59,6 @@ import json
 import os
 import pickle
 import statistics
-import subprocess
 import sys
 import time
 
@@ -70,6 +69,7 @@ from lahar.sim.compare import Clock, replay_position, run_replay
 from lahar.sim.engine import Simulation
 from lahar.sim.metrics import MetricsCollector
 from lahar.sim.traces import build_workload
+from callgrind import instruments
 from trace import trace_path
 
 sys.setrecursionlimit(100_000)  # pickling the cluster's object graph goes deep
@@ -112,7 +112,7 @@ def run(path: str, cycles: int, count_reasons: bool = False, warm: int = 0, call
     with paused_gc():
         run_replay(sim, position, cycles=warm)
     if callgrind:  # the instruments on from here (valgrind --tool=callgrind --instr-atstart=no)
-        subprocess.run(["callgrind_control", "-i", "on", str(os.getpid())], check=True, capture_output=True)
+        instruments("on")
     first = sim.cycle_count
     started = time.process_time()
     with paused_gc():

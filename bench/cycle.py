@@ -19,15 +19,14 @@ import argparse
 import gc
 import hashlib
 import json
-import os
 import resource
-import subprocess
 import sys
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 
+from callgrind import instruments  # noqa: E402
 from synth import Shape, cluster  # noqa: E402
 
 from lahar.scheduler.cache import ClusterState  # noqa: E402
@@ -57,7 +56,7 @@ def main() -> None:
     gc.collect()
     gc.freeze()  # what a long-running server does once its state is loaded
     if args.callgrind:
-        _instruments("on")
+        instruments("on")
     t1, c1 = time.perf_counter(), time.process_time()
     if args.profile:
         from pyinstrument import Profiler
@@ -67,7 +66,7 @@ def main() -> None:
     result = run_cycle(state, conf)
     seconds, cpu = time.perf_counter() - t1, time.process_time() - c1
     if args.callgrind:
-        _instruments("off")
+        instruments("off")
     if args.profile:
         profiler.stop()
         print(profiler.output_text(unicode=False, color=False, show_all=False), file=sys.stderr)
@@ -91,11 +90,6 @@ def main() -> None:
             }
         )
     )
-
-
-def _instruments(state: str) -> None:
-    """Callgrind's instruments on or off for this process (``callgrind_control -i``)."""
-    subprocess.run(["callgrind_control", "-i", state, str(os.getpid())], check=True, capture_output=True)
 
 
 if __name__ == "__main__":

@@ -30,11 +30,11 @@ import hashlib
 import json
 import os
 import resource
-import subprocess
 import sys
 import time
 from pathlib import Path
 
+from callgrind import instruments
 from lahar.scheduler.api import TaskStatus
 from lahar.scheduler.framework.config import default_config_text, load_config
 from lahar.sim.compare import Clock, replay
@@ -129,13 +129,13 @@ def main() -> None:
         profiler = Profiler(interval=0.005)
         profiler.start()
     if args.callgrind:
-        _instruments("on")
+        instruments("on")
     try:
         replay(sim, objects, Clock(1.0, None, None))
     except _Window.Done:
         pass
     if args.callgrind:
-        _instruments("off")
+        instruments("off")
     t2, c2 = time.perf_counter(), time.process_time()
     if args.profile:
         profiler.stop()
@@ -166,11 +166,6 @@ def main() -> None:
             }
         )
     )
-
-
-def _instruments(state: str) -> None:
-    """Callgrind's instruments on or off for this process (``callgrind_control -i``)."""
-    subprocess.run(["callgrind_control", "-i", state, str(os.getpid())], check=True, capture_output=True)
 
 
 if __name__ == "__main__":
