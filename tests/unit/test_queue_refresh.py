@@ -84,3 +84,15 @@ def test_phase_counts_names_every_phase_in_order():
     assert view.phase_counts("elsewhere") == counts()
     view.remove(podgroup("g1").queue("q").build())
     assert view.phase_counts("q")["Running"] == 1
+
+
+@pytest.mark.parametrize("phase", PHASES)
+def test_any_one_count_moving_alone_is_written(phase):
+    """Each count is compared: one phase's count moving alone writes the queue, with that
+    count and the others as they were."""
+    stored = with_counts(queue("a").status("Open").build(), pending=1, inqueue=2, running=3, unknown=4, completed=5)
+    same = counts(pending=1, inqueue=2, running=3, unknown=4, completed=5)
+    assert "a" not in run([stored], {"a": same}).queues
+    moved = dict(same, **{phase: same[phase] + 10})
+    written = run([stored], {"a": moved}).queues["a"].status
+    assert {p: getattr(written, p.lower()) for p in PHASES} == moved

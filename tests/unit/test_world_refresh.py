@@ -23,9 +23,9 @@ def refreshes(monkeypatch):
     calls = []
     real = world_module.refresh
 
-    def counted(queues, phase_counts):
+    def counted(queues, phase_counts, only=None):
         calls.append(1)
-        return real(queues, phase_counts)
+        return real(queues, phase_counts, only)
 
     monkeypatch.setattr(world_module, "refresh", counted)
     return calls
@@ -71,8 +71,9 @@ def test_queues_end_as_with_a_refresh_every_time(seed):
     rng = random.Random(seed)
     skipping, always = World(), World()
     for world in (skipping, always):
+        world.ingest(queue("p").build())  # a parent: closing it closes its children, opening it reopens them
         for name in ("a", "b"):
-            world.ingest(queue(name).build())
+            world.ingest(queue(name).parent("p").build())
     groups: dict[str, str] = {}
     for step in range(60):
         move = rng.random()
@@ -89,11 +90,58 @@ def test_queues_end_as_with_a_refresh_every_time(seed):
                 world.forget(world.podgroups[f"default/{name}"])
             del groups[name]
         elif move < 0.8:
-            name, state = rng.choice("ab"), rng.choice(("Open", "Closed"))
+            name, state = rng.choice("abp"), rng.choice(("Open", "Closed"))
             for world in (skipping, always):
                 world.ingest(world.queues[name].model_copy(update={"spec": world.queues[name].spec.model_copy(update={"state": state})}))
         for _ in range(rng.randrange(1, 3)):  # one or two steps' refreshes, some with nothing new
             skipping.refresh_queues(float(step))
-            always._refreshed_at = -1  # never the count: it refreshes every time
+            always._refreshed_at = -1  # never the count: it refreshes every time,
+            always._settled.clear()  # every queue
             always.refresh_queues(float(step))
         assert {n: q.status for n, q in skipping.queues.items()} == {n: q.status for n, q in always.queues.items()}, step
+
+
+def test_a_refresh_looks_only_at_the_queues_that_moved():
+    """A queue found up to date is not looked at again (its counts not asked) while neither it
+    nor its podgroups' counts moved; one whose podgroup moved, or that was put again, is."""
+    world = World()
+    for name in ("a", "b"):
+        world.ingest(queue(name).build())
+    world.ingest(podgroup("g").queue("a").min_member(1).phase("Pending").build())
+    world.refresh_queues(0.0)
+    world.refresh_queues(0.0)
+    asked: list[str] = []
+    real = world.live.phase_counts
+
+    def counted(name: str) -> dict[str, int]:
+        asked.append(name)
+        return real(name)
+
+    world.live.phase_counts = counted
+    world.ingest(podgroup("g").queue("a").min_member(1).phase("Running").build())
+    world.refresh_queues(1.0)
+    assert asked == ["a"]
+    assert (world.queues["a"].status.pending, world.queues["a"].status.running) == (0, 1)
+    asked.clear()
+    world.refresh_queues(1.0)  # the queue just written: looked at once more, found up to date
+    assert asked == ["a"]
+    asked.clear()
+    world.ingest(world.queues["b"].model_copy(update={"spec": world.queues["b"].spec.model_copy(update={"weight": 3})}))
+    world.refresh_queues(2.0)
+    assert asked == ["b"]
+
+
+def test_an_action_on_a_queue_looks_at_every_queue():
+    """Closing a parent closes its children, which a refresh that looked at the parent alone
+    would leave as they were: the children end closed, as with every queue looked at."""
+    world = World()
+    world.ingest(queue("p").build())
+    for name in ("a", "b"):
+        world.ingest(queue(name).parent("p").build())
+    for _ in range(2):
+        world.refresh_queues(0.0)
+    parent = world.queues["p"]
+    world.ingest(parent.model_copy(update={"spec": parent.spec.model_copy(update={"state": "Closed"})}))
+    for _ in range(3):
+        world.refresh_queues(1.0)
+    assert {name: world.queues[name].status.state for name in ("p", "a", "b")} == {"p": "Closed", "a": "Closed", "b": "Closed"}

@@ -73,19 +73,35 @@ class LiveView:
 
     ``generation`` moves whenever what the view holds may read differently: a queue put or removed,
     a podgroup come, gone, or moved to another queue or phase (a podgroup put again as it was,
-    and any other object, leave it). The same generation means the same queues and counts."""
+    and any other object, leave it). The same generation means the same queues and counts.
+    ``queue_mark`` tells the same of one queue: its object and its counts."""
 
     generation = 0  # a class default: a view pickled before it had one reads 0
+    _marks: dict[str, int] | None = None  # a class default too: a view pickled before has none
 
     def __init__(self) -> None:
         self._queues: dict[str, Queue] = {}
         self._groups: dict[str, tuple[str, str]] = {}  # key -> (queue, phase)
         self._phases: dict[str, dict[str, int]] = {}  # queue -> phase -> count
+        self._marks = {}  # queue name -> the generation its queue or its counts last moved at
+
+    def queue_mark(self, name: str) -> int:
+        """The generation at which queue ``name`` or its podgroup counts last moved (-1: not
+        since this view was made or loaded). The same mark means the same queue and counts."""
+        marks = self._marks
+        return marks.get(name, -1) if marks is not None else -1
+
+    def _moved(self, queue: str) -> None:
+        self.generation += 1
+        marks = self._marks
+        if marks is None:
+            marks = self._marks = {}
+        marks[queue] = self.generation
 
     def put(self, obj: ApiObject) -> None:
         if isinstance(obj, Queue):
             self._queues[obj.name] = obj
-            self.generation += 1
+            self._moved(obj.name)
         elif isinstance(obj, PodGroup):
             self.put_group(obj.key, obj.queue, obj.status.phase)
 
@@ -96,14 +112,16 @@ class LiveView:
             return  # counted as it is
         self.remove_group(key)
         self._groups[key] = (queue, phase)
-        counts = self._phases.setdefault(queue, {})
+        counts = self._phases.get(queue)
+        if counts is None:
+            counts = self._phases[queue] = dict.fromkeys(_PHASES, 0)  # every phase, in order: ``phase_counts`` copies it
         counts[phase] = counts.get(phase, 0) + 1
-        self.generation += 1
+        self._moved(queue)
 
     def remove(self, obj: ApiObject) -> None:
         if isinstance(obj, Queue):
             self._queues.pop(obj.name, None)
-            self.generation += 1
+            self._moved(obj.name)
         elif isinstance(obj, PodGroup):
             self.remove_group(obj.key)
 
@@ -111,11 +129,15 @@ class LiveView:
         old = self._groups.pop(key, None)
         if old is not None:
             self._phases[old[0]][old[1]] -= 1
-            self.generation += 1
+            self._moved(old[0])
 
     def phase_counts(self, queue: str) -> dict[str, int]:
         """Podgroups of ``queue`` per phase (zero counts included)."""
-        counts = self._phases.get(queue, {})
+        counts = self._phases.get(queue)
+        if counts is None:
+            return dict.fromkeys(_PHASES, 0)
+        if len(counts) == len(_PHASES):  # the phases alone, in order (put there so)
+            return dict(counts)
         return {phase: counts.get(phase, 0) for phase in _PHASES}
 
     def queue(self, name: str) -> Queue | None:

@@ -19,10 +19,10 @@ Hierarchy rules:
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Callable, Mapping
+from typing import Callable, Collection, Mapping
 
 from lahar.controller.lifecycle import transition
-from lahar.model.queue import ROOT, Queue, QueueAction, QueueState
+from lahar.model.queue import ROOT, Queue, QueueAction, QueueState, QueueStatus
 from lahar.model.workload import PodGroup
 
 __all__ = ["QueueEvent", "Changes", "apply_action", "refresh", "descendants", "CLOSED_BY_PARENT", "count_phases"]
@@ -36,6 +36,11 @@ _DESIRED = {
 }
 _DESIRED_BY_NAME = {state.value: desired for state, desired in _DESIRED.items()}  # refresh asks per queue, twice a cycle
 _MOVE_TO = {"Open": "OpenQueue", "Closed": "CloseQueue", "Suspended": "SuspendQueue"}
+# the enum members' values, read once (an enum member's ``value`` is a descriptor call)
+_UNKNOWN, _CLOSING, _CLOSED = QueueState.UNKNOWN.value, QueueState.CLOSING.value, QueueState.CLOSED.value
+_SYNC = QueueAction.SYNC.value
+# each podgroup phase and the queue status field that counts it
+_PHASE_FIELDS = {"Pending": "pending", "Inqueue": "inqueue", "Running": "running", "Unknown": "unknown", "Completed": "completed"}
 
 
 @dataclass(frozen=True)
@@ -55,6 +60,9 @@ class QueueEvent:
 class Changes:
     queues: dict[str, Queue] = field(default_factory=dict)
     events: list[QueueEvent] = field(default_factory=list)
+    # ``refresh``: the queues it looked at and found up to date (no action to carry out, the
+    # counts as written), in name order
+    settled: list[str] = field(default_factory=list)
 
     def merge(self, other: "Changes") -> None:
         self.queues.update(other.queues)
@@ -144,11 +152,16 @@ def count_phases(podgroups: list[PodGroup]) -> dict[str, int]:
     return counts
 
 
-def refresh(queues: Mapping[str, Queue], phase_counts: Callable[[str], Mapping[str, int]]) -> Changes:
+def refresh(
+    queues: Mapping[str, Queue], phase_counts: Callable[[str], Mapping[str, int]], only: Collection[str] | None = None
+) -> Changes:
     """Bring every queue's status up to date with its podgroups and its desired state.
 
     ``phase_counts(queue)`` gives the queue's podgroups per phase (Pending, Inqueue, Running,
-    Unknown, Completed).
+    Unknown, Completed). ``only``: the queues to look at, every one when None. The caller
+    vouches that each queue left out was found up to date (``Changes.settled``) and that
+    neither it nor its counts moved since: nothing would change it but another queue's action,
+    so when a queue looked at has an action to carry out, every queue is looked at.
     """
     changes = Changes()
     current = dict(queues)
@@ -157,23 +170,42 @@ def refresh(queues: Mapping[str, Queue], phase_counts: Callable[[str], Mapping[s
         return sum(n for phase, n in phase_counts(name).items() if phase != "Completed")
 
     for name in sorted(current):
+        if only is not None and name not in only:
+            continue
         queue = current[name]
         action = _pending_action(queue)
         if action is not None:
+            if only is not None:
+                return refresh(queues, phase_counts)  # the action may move queues left out
             step = apply_action(current, name, action, unfinished)
             current.update(step.queues)
             changes.merge(step)
             queue = current[name]
-        counts = {phase.lower(): n for phase, n in phase_counts(name).items()}
-        status = queue.status
-        if any(getattr(status, k) != v for k, v in counts.items()):
+        counts = _moved_counts(queue.status, phase_counts(name))
+        if counts is not None:
             # a new status over the same spec and metadata: objects are replaced, never changed
             # in place (a deep copy of each queue written was most of what this cost a replay)
             base = changes.queues.get(name, queue)
             updated = base.model_copy(update={"status": base.status.model_copy(update=counts)})
             changes.queues[name] = updated
             current[name] = updated
+        elif action is None:
+            changes.settled.append(name)
     return changes
+
+
+def _moved_counts(status: QueueStatus, counts: Mapping[str, int]) -> dict[str, int] | None:
+    """The status fields of ``counts`` (podgroups per phase), when one differs from ``status``;
+    None when every one reads the same. Refresh asks this of every queue, twice a replay step:
+    the five fields read at once, not one ``getattr`` and one lowered name per phase."""
+    known = (status.pending, status.inqueue, status.running, status.unknown, status.completed)
+    get = counts.get
+    if len(counts) == len(_PHASE_FIELDS) and (get("Pending"), get("Inqueue"), get("Running"), get("Unknown"), get("Completed")) == known:
+        return None
+    moved = {_PHASE_FIELDS.get(phase) or phase.lower(): n for phase, n in counts.items()}
+    if all(getattr(status, field) == n for field, n in moved.items()):
+        return None
+    return moved
 
 
 def _pending_action(queue: Queue) -> str | None:
@@ -181,10 +213,10 @@ def _pending_action(queue: Queue) -> str | None:
     observed, desired = queue.status.state or "", queue.desired_state
     if not observed:
         return _MOVE_TO.get(desired)
-    if observed == QueueState.UNKNOWN.value:
+    if observed == _UNKNOWN:
         return None
-    if observed == QueueState.CLOSING.value and desired == QueueState.CLOSED.value:
-        return QueueAction.SYNC.value
+    if observed == _CLOSING and desired == _CLOSED:
+        return _SYNC
     settled = _DESIRED_BY_NAME.get(observed)
     if settled is None:
         raise ValueError(f"{observed!r} is not a valid {QueueState.__name__}")

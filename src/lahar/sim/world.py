@@ -71,6 +71,7 @@ class World:
     _reasons_seen: dict = field(default_factory=dict)  # podgroup key -> (podgroup, reason) found written
     changes: int = 0  # objects taken in or let go so far: the same count means the same world
     _refreshed_at: int = -1  # ``live.generation`` when the queue controller last refreshed and found nothing to change
+    _settled: dict = field(default_factory=dict)  # queue name -> ``live.queue_mark`` when the controller last found it up to date
     # What ``apply`` must look at besides the outcomes that changed (``outcomes_to_check``):
     # podgroup and vcjob keys taken in or let go since the last apply began, and the outcomes it applied
     _touched: set = field(default_factory=set)
@@ -95,6 +96,7 @@ class World:
         self.__dict__.setdefault("applied_outcomes", None)
         self.__dict__.setdefault("_checked", ())
         self.__dict__.setdefault("_refreshed_at", -1)
+        self.__dict__.setdefault("_settled", {})
 
     # ----------------------------------------------------------------- views
 
@@ -228,10 +230,15 @@ class World:
         podgroups' phases per queue, which ``live`` holds (the world's queue table is the same
         queues), so a world that refreshed and found nothing to change would find nothing
         again while ``live.generation`` stands: it is skipped (a step whose writes were pods and
-        vcjobs, or nothing)."""
+        vcjobs, or nothing). Nor does it look again at a queue it found up to date while
+        neither that queue nor its counts moved (``live.queue_mark``): most steps move one queue."""
         if self.raw or self._refreshed_at == self.live.generation:
             return
-        changes = refresh(self.queues, self.live.phase_counts)
+        mark, settled = self.live.queue_mark, self._settled
+        moved = {name for name in self.queues if settled.get(name) != mark(name)}
+        changes = refresh(self.queues, self.live.phase_counts, moved)
+        for name in changes.settled:  # before the changes are stored: a queue written moves on
+            settled[name] = mark(name)
         if not changes.queues and not changes.events:
             self._refreshed_at = self.live.generation
             return
