@@ -169,3 +169,36 @@ def test_the_state_vector_is_kept_only_while_its_figures_stand():
         state = metrics._snapshot(None, *record(*figures))
         assert state is not first and state[column[key]] == value, key
     assert first[column[("util", "cpu")]] == 0.75
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_a_leafs_part_is_worked_out_again_only_when_its_figures_moved(seed):
+    """Random cycles that move some leaves' allocation, deserved share or waiting count: the
+    vector made from the leaves' kept parts is the one made afresh every time, column for column."""
+    import random
+
+    from lahar.resources import Resource
+
+    rng = random.Random(seed)
+    kept, fresh = MetricsCollector(), MetricsCollector()
+    leaves = ["a", "b", "c"]
+    capacity = {"cpu": 8.0, "memory": 64.0}
+    for metrics in (kept, fresh):
+        metrics.capacity, metrics._leaves = capacity, leaves
+
+    def resource() -> Resource | None:
+        if rng.random() < 0.1:
+            return None
+        return Resource.from_list({"cpu": str(rng.randrange(5)), "memory": f"{rng.randrange(3)}Gi"})
+
+    figures = [(resource(), resource(), rng.randrange(3)) for _ in leaves]
+    for _ in range(40):
+        for i in rng.sample(range(len(leaves)), rng.randrange(len(leaves) + 1)):
+            which = rng.randrange(3)
+            moved = list(figures[i])
+            moved[which] = rng.randrange(3) if which == 2 else resource()
+            figures[i] = tuple(moved)
+        fresh._leaf_parts = None
+        expected = fresh._state_of(list(figures))
+        assert np.array_equal(kept._state_of(list(figures)), expected)
+        assert kept.columns == fresh.columns

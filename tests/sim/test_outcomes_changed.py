@@ -13,7 +13,7 @@ from lahar.scheduler.cycle import JobOutcome, run_cycle
 from lahar.scheduler.framework.config import default_config_text, load_config
 from lahar.sim.compare import Clock, replay_position, run_replay
 from lahar.sim.engine import Simulation
-from lahar.sim.metrics import MetricsCollector
+from lahar.sim.metrics import MetricsCollector, _figures
 from lahar.sim.traces import build_workload, parse_cluster
 
 HEAD = Path(__file__).resolve().parents[1] / "data" / "traces" / "philly-head.csv"
@@ -174,7 +174,8 @@ class _FreshState(MetricsCollector):
 
     def _snapshot(self, sim, record, pending):
         attrs = record.result.session.queue_attrs
-        return self._state_of(record, attrs, pending)
+        self._leaf_parts = None  # no leaf's part kept either
+        return self._state_of(_figures(self._leaves, record.result.queue_allocated, attrs, pending))
 
 
 class _CountingStates(MetricsCollector):

@@ -166,6 +166,7 @@ class MetricsCollector:
         self.capacity: dict[str, float] = {}
         self._state = np.zeros(0)
         self._kept_figures: tuple | None = None  # what ``_state`` was made of (``_snapshot``)
+        self._leaf_parts: tuple | None = None  # each leaf's part of it, on that capacity and those leaves (``_state_of``)
         self._last: float | None = None
         self._leaves: list[str] = []
         self._shape = (-1, -1)
@@ -183,6 +184,7 @@ class MetricsCollector:
         """Unpickling a collector an older version saved: it starts with a full look at the jobs."""
         self.__dict__.update(state)
         self.__dict__.setdefault("_kept_figures", None)
+        self.__dict__.setdefault("_leaf_parts", None)
         if "_waiting" not in state:
             self._reset_pending()
 
@@ -406,22 +408,29 @@ class MetricsCollector:
         if kept is not None and kept[0] is self.capacity and kept[1] is self._leaves and kept[2] == figures:
             return self._state
         # copies: the cycle's objects are its own to change later (a value that moved is a new look)
-        self._kept_figures = (self.capacity, self._leaves, [(_copy(a), _copy(d), n) for a, d, n in figures])
-        return self._state_of(record, attrs, pending)
+        copies = [(_copy(a), _copy(d), n) for a, d, n in figures]
+        self._kept_figures = (self.capacity, self._leaves, copies)
+        return self._state_of(copies)
 
-    def _state_of(self, record: Any, attrs: dict, pending: dict[str, int]) -> np.ndarray:
+    def _state_of(self, figures: list[tuple]) -> np.ndarray:
+        """The state vector of each leaf queue's ``figures`` (``_figures``). A leaf's columns are
+        worked out again only when its own figures moved (a cycle mostly moves one queue)."""
+        parts = self._leaf_parts
+        if parts is None or parts[0] is not self.capacity or parts[1] is not self._leaves:
+            parts = self._leaf_parts = (self.capacity, self._leaves, {})
+        known = parts[2]
         values: dict[int, float] = {}
         used: dict[str, float] = {}
         shares = []
-        for name in self._leaves:
-            allocated = _public(record.result.queue_allocated.get(name))
-            attr = attrs.get(name)
-            deserved = _public(attr.deserved) if attr is not None else {}
-            share = queue_share(allocated, deserved)
-            self._queue_values(values, name, allocated, deserved, share, pending.get(name, 0))
+        for name, figure in zip(self._leaves, figures):
+            part = known.get(name)
+            if part is None or part[0] != figure:
+                part = known[name] = self._leaf_part(name, figure)
+            _, columns, allocated, share = part
+            values.update(columns)
             for key, value in allocated.items():
                 used[key] = used.get(key, 0.0) + value
-            if share is not None and (pending.get(name) or any(allocated.values())):
+            if share is not None and (figure[2] or any(allocated.values())):
                 shares.append(share)
         for key, total in self.capacity.items():
             values[self._column(("util", key))] = used.get(key, 0.0) / total if total > 0 else 0.0
@@ -432,6 +441,15 @@ class MetricsCollector:
         for index, value in values.items():
             state[index] = value
         return state
+
+    def _leaf_part(self, name: str, figure: tuple) -> tuple:
+        """One leaf's part of the state vector, from its figures (allocation, deserved share,
+        waiting jobs): the figures, its columns' values, its allocation and its share."""
+        allocated, deserved = _public(figure[0]), _public(figure[1])
+        share = queue_share(allocated, deserved)
+        columns: dict[int, float] = {}
+        self._queue_values(columns, name, allocated, deserved, share, figure[2])
+        return figure, columns, allocated, share
 
     def _queue_values(self, values: dict[int, float], name: str, allocated: dict, deserved: dict, share: float | None, pending: int) -> None:
         for key in self.capacity:
