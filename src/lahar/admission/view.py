@@ -136,7 +136,7 @@ class LiveView:
         counts = self._phases.get(queue)
         if counts is None:
             return dict.fromkeys(_PHASES, 0)
-        if len(counts) == len(_PHASES):  # the phases alone, in order (put there so)
+        if tuple(counts) == _PHASES:  # the phases alone, in order (``put_group`` makes them so)
             return dict(counts)
         return {phase: counts.get(phase, 0) for phase in _PHASES}
 
