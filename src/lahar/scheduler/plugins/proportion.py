@@ -12,6 +12,8 @@ Lahar arguments (absent from Volcano, off unless set):
 
 from __future__ import annotations
 
+from typing import Final
+
 from lahar.resources import Dim, Resource, exceeded_part, res_max
 from lahar.scheduler.api import JobInfo, QueueInfo, TaskInfo
 from lahar.scheduler.framework.session import EventHandler, PERMIT, REJECT, Session
@@ -236,7 +238,70 @@ def _new_attr(queue: QueueInfo, total: Resource, total_guarantee: Resource) -> Q
     return attr
 
 
+class _Filled:
+    """A water fill: what it read (the total, and each queue's name, weight, capability,
+    request and guarantee, in order) and each queue's deserved share it gave."""
+
+    __slots__ = ("total", "inputs", "deserved")
+
+    def __init__(self, total: Resource, inputs: list[tuple[str, int, Resource | None, Resource, Resource]], deserved: list[Resource]) -> None:
+        self.total, self.inputs, self.deserved = total, inputs, deserved
+
+
+# The last water fill of this process (one slot, replaced whole: sessions in other threads
+# read it as a whole). Most sessions of a replay or a server open on the queues' requests of
+# the session before, and a fill is a pure function of what it reads.
+_LAST_FILL: Final[list[_Filled | None]] = [None]
+
+
 def _water_fill(attrs: list[QueueAttr], total: Resource) -> None:
+    """Each queue's deserved share (``_fill``). When the last fill read the same values (each
+    equal, ``max_task_num`` included) on queues that deserved nothing yet, its shares are copied
+    instead of worked out again."""
+    fresh = all(_untouched(attr.deserved) for attr in attrs)
+    last = _LAST_FILL[0]
+    if fresh and last is not None and _same_fill(last, attrs, total):
+        for attr, deserved in zip(attrs, last.deserved):
+            attr.deserved = deserved.clone()
+            update_share(attr)
+        return
+    inputs = [(a.name, a.weight, _copy(a.real_capability), a.request.clone(), a.guarantee.clone()) for a in attrs] if fresh else []
+    _fill(attrs, total)
+    if fresh:
+        _LAST_FILL[0] = _Filled(total.clone(), inputs, [attr.deserved.clone() for attr in attrs])
+
+
+def _same_fill(last: _Filled, attrs: list[QueueAttr], total: Resource) -> bool:
+    if len(last.inputs) != len(attrs) or not _same(last.total, total):
+        return False
+    for attr, (name, weight, capability, request, guarantee) in zip(attrs, last.inputs):
+        if attr.name != name or attr.weight != weight:
+            return False
+        if not (_same(attr.request, request) and _same(attr.guarantee, guarantee)):
+            return False
+        real = attr.real_capability
+        if real is None or capability is None:
+            if real is not capability:
+                return False
+        elif not _same(real, capability):
+            return False
+    return True
+
+
+def _untouched(res: Resource) -> bool:
+    """Whether ``res`` is as ``Resource()`` makes it."""
+    return res.milli_cpu == 0.0 and res.memory == 0.0 and res.scalars is None and res.max_task_num == 0
+
+
+def _same(left: Resource, right: Resource) -> bool:
+    return left == right and left.max_task_num == right.max_task_num
+
+
+def _copy(res: Resource | None) -> Resource | None:
+    return res.clone() if res is not None else None
+
+
+def _fill(attrs: list[QueueAttr], total: Resource) -> None:
     """Deserved shares by weight, iterated until nothing is left or nobody can take more."""
     remaining = total.clone()
     met: set[str] = set()
