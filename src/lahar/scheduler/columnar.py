@@ -17,7 +17,6 @@ with Volcano's tolerance of 0.1.
 
 from __future__ import annotations
 
-import array
 import math
 from typing import TYPE_CHECKING
 
@@ -68,8 +67,8 @@ class NodeIndex:
         self.alloc = _matrix(alloc, shape)
         self._idle, self._releasing, self._pipelined = _matrix(idle, shape), _matrix(releasing, shape), _matrix(pipelined, shape)
         self._used = _matrix(used, shape)
-        self._pods = _floats([len(node.tasks) for node in nodes])
-        self.max_pods = _floats([node.max_task_num for node in nodes])
+        self._pods = np.array([len(node.tasks) for node in nodes], dtype=np.float64)
+        self.max_pods = np.array([node.max_task_num for node in nodes], dtype=np.float64)
         # Each row also as Python floats: ``refresh`` writes only these, and ``ClassView.sync``
         # reads them (a scalar read or write of a numpy row costs more than the test it feeds).
         # The arrays catch up with the rows refreshed since (``_behind``) when next read.
@@ -192,14 +191,7 @@ class NodeIndex:
 
 def _matrix(flat: list[float], shape: tuple[int, int]) -> np.ndarray:
     """A float array of ``shape`` from its values row after row (also when there are none)."""
-    return _floats(flat).reshape(shape)
-
-
-def _floats(values: list[float] | list[int]) -> np.ndarray:
-    """``values`` as a writable float64 array. Through ``array.array``: numpy taking a list
-    looks at each item for its type first, which at a few dozen nodes costs more than the
-    copy (the same doubles either way)."""
-    return np.frombuffer(array.array("d", values), dtype=np.float64)
+    return np.array(flat, dtype=np.float64).reshape(shape)
 
 
 def _fits_row(values: list[float], room: list[float]) -> bool:
