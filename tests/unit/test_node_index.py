@@ -115,3 +115,51 @@ def test_a_class_view_chooses_what_the_whole_arrays_choose_after_every_change(se
             assert [*index.room_rows[row], index.used_rows[row]] == now
             assert [index.idle[row].tolist(), index.releasing[row].tolist(), index.pipelined[row].tolist(), index.used[row].tolist()] == now
             assert index.pod_counts[row] == index.pods[row] == len(info.tasks) and index.max_pod_counts[row] == index.max_pods[row]
+
+
+def _index_figures(index: NodeIndex) -> dict:
+    return {
+        "arrays": {name: getattr(index, name).tolist() for name in ("alloc", "idle", "releasing", "pipelined", "used", "pods", "max_pods")},
+        "rooms": index.room_rows,
+        "used": index.used_rows,
+        "dims": index.dims,
+    }
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_rows_kept_on_the_cache_nodes_are_those_made_afresh(seed):
+    """A node index on a snapshot reads each node's rows kept from the last snapshot while
+    that node's tasks stand (``node_rows``): after tasks come, change status and go, and nodes
+    come and go with other scalar resources, it holds what an index on copies that keep nothing
+    holds; and a session's changes to its copies reach neither the cache nor the next index."""
+    rng = random.Random(seed)
+    state = ClusterState.from_objects([queue("q").build(), podgroup("g").queue("q").min_member(1).phase("Running").build()])
+    nodes = {"n0": {}, "n1": {"nvidia.com/gpu": "8"}, "n2": {}}
+    for name, extra in nodes.items():
+        state.upsert(node(name, cpu="16", memory="64Gi", pods="20", **extra))
+    kept = 0
+    for step in range(60):
+        move = rng.random()
+        name = f"p{rng.randrange(10)}"
+        if move < 0.5:
+            phase = rng.choice(["Running", "Pending", "Succeeded"])
+            state.upsert(pod(name).group("g").requests(cpu=str(rng.randint(1, 3)), memory="1Gi").on(rng.choice(sorted(nodes)), phase=phase).build())
+        elif move < 0.8:
+            state.remove(pod(name).group("g").build())
+        elif move < 0.9:
+            extra = rng.choice([{}, {"example.com/fpga": "2"}])
+            state.upsert(node("n3", cpu="8", memory="16Gi", pods="10", **extra))
+        else:
+            state.remove(node("n3", cpu="8", memory="16Gi", pods="10"))
+        _, _, copies, _ = state.snapshot()
+        kept += sum(1 for c in copies if c.source is not None and c.source.rows_kept is not None and c.source.rows_kept[0] == c.source_version)
+        index = NodeIndex(copies)
+        bare = [c.clone_with({}) for c in copies]
+        for twin in bare:
+            twin.source = None
+        assert _index_figures(index) == _index_figures(NodeIndex(bare)), step
+        if copies and rng.random() < 0.5:  # the session places a task on a copy
+            task = next(iter(state.tasks.values()), None)
+            if task is not None and task.key not in copies[0].tasks:
+                copies[0].add_task(task.clone())
+    assert kept > 20  # most indexes read kept rows

@@ -683,6 +683,13 @@ class NodeInfo:
         self.version = 0  # bumped on every task added or removed
         self.tasks: dict[str, TaskInfo] = {}
         self._accounted: dict[str, TaskStatus] = {}
+        # a session copy's node (``clone_with``) and that node's ``version`` then: the copy's
+        # figures are the node's while that version stands
+        self.source: NodeInfo | None = None
+        self.source_version = -1
+        # (version, scalar columns, rows): this node's rows in a node index with those columns
+        # at that version (``columnar.node_rows``; the rows are never changed in place)
+        self.rows_kept: tuple[int, tuple[str, ...], tuple[list[float], ...]] | None = None
 
     def future_idle(self) -> Resource:
         """Idle + Releasing - Pipelined: what will be free once evictions finish."""
@@ -744,6 +751,7 @@ class NodeInfo:
         for key, task in self.tasks.items():
             own[key] = tasks.get(task.uid) or task.clone()
         twin._accounted = dict(self._accounted)
+        twin.source, twin.source_version = self, self.version
         return twin
 
     def clone_empty(self) -> "NodeInfo":

@@ -40,6 +40,29 @@ def _append_row(out: list[float], res: Resource, extra: list[str]) -> None:
         out.append(scalars.get(name, 0.0) if scalars else 0.0)
 
 
+def node_rows(node: "NodeInfo", columns: tuple[str, ...]) -> tuple[list[float], ...]:
+    """The node's rows in an index whose scalar columns are ``columns``: allocatable, idle,
+    releasing, pipelined and used. A session copy's rows are its node's (``NodeInfo.source``)
+    while that node's version stands: kept on the node, they are made once, not every cycle.
+    Nobody changes a row in place (a node index's ``refresh`` puts new ones)."""
+    source = node.source
+    if source is not None:
+        kept = source.rows_kept
+        if kept is not None and kept[0] == node.source_version and kept[1] == columns:
+            return kept[2]
+    extra = list(columns)
+    rows: tuple[list[float], ...] = tuple(_row(res, extra) for res in (node.allocatable, node.idle, node.releasing, node.pipelined, node.used))
+    if source is not None and source.version == node.source_version:
+        source.rows_kept = (node.source_version, columns, rows)
+    return rows
+
+
+def _row(res: Resource, extra: list[str]) -> list[float]:
+    row: list[float] = []
+    _append_row(row, res, extra)
+    return row
+
+
 class NodeIndex:
     def __init__(self, nodes: list["NodeInfo"]) -> None:
         names = {CPU: 0, MEMORY: 1}
@@ -58,26 +81,27 @@ class NodeIndex:
         releasing: list[float] = []
         pipelined: list[float] = []
         used: list[float] = []
+        # Each row also as Python floats: ``refresh`` writes only these (a new list for a row,
+        # never one changed in place), and ``ClassView.sync`` reads them (a scalar read or write
+        # of a numpy row costs more than the test it feeds). The arrays catch up with the rows
+        # refreshed since (``_behind``) when next read.
+        self.room_rows: list[tuple[list[float], list[float], list[float]]] = []
+        self.used_rows: list[list[float]] = []
+        columns = tuple(extra)
         for node in nodes:
-            _append_row(alloc, node.allocatable, extra)
-            _append_row(idle, node.idle, extra)
-            _append_row(releasing, node.releasing, extra)
-            _append_row(pipelined, node.pipelined, extra)
-            _append_row(used, node.used, extra)
+            rows = node_rows(node, columns)
+            alloc.extend(rows[0])
+            idle.extend(rows[1])
+            releasing.extend(rows[2])
+            pipelined.extend(rows[3])
+            used.extend(rows[4])
+            self.room_rows.append((rows[1], rows[2], rows[3]))
+            self.used_rows.append(rows[4])
         self.alloc = _matrix(alloc, shape)
         self._idle, self._releasing, self._pipelined = _matrix(idle, shape), _matrix(releasing, shape), _matrix(pipelined, shape)
         self._used = _matrix(used, shape)
         self._pods = np.array([len(node.tasks) for node in nodes], dtype=np.float64)
         self.max_pods = np.array([node.max_task_num for node in nodes], dtype=np.float64)
-        # Each row also as Python floats: ``refresh`` writes only these, and ``ClassView.sync``
-        # reads them (a scalar read or write of a numpy row costs more than the test it feeds).
-        # The arrays catch up with the rows refreshed since (``_behind``) when next read.
-        width = len(names)
-        self.room_rows: list[tuple[list[float], list[float], list[float]]] = [
-            (idle[i * width : (i + 1) * width], releasing[i * width : (i + 1) * width], pipelined[i * width : (i + 1) * width])
-            for i in range(len(nodes))
-        ]
-        self.used_rows: list[list[float]] = [used[i * width : (i + 1) * width] for i in range(len(nodes))]
         self.pod_counts: list[int] = [len(node.tasks) for node in nodes]
         self.max_pod_counts: list[float] = [node.max_task_num for node in nodes]
         self._behind: set[int] = set()
