@@ -50,8 +50,10 @@ def cli(live):
 
 
 def pod_phases(cli, job: str) -> list[str]:
+    """The phases of the job's pods; a pod not yet bound has no status at all (an empty one is
+    not stored) and reads Pending, as it does with a status but no phase."""
     listing = json.loads(cli("get", "pods", "-o", "json").stdout)["items"]
-    return [p["status"].get("phase", "Pending") for p in listing if p["metadata"]["labels"].get("volcano.sh/job-name") == job]
+    return [(p.get("status") or {}).get("phase", "Pending") for p in listing if p["metadata"]["labels"].get("volcano.sh/job-name") == job]
 
 
 # --------------------------------------------------------------------- run
