@@ -58,6 +58,7 @@ def node_rows(node: "NodeInfo", columns: tuple[str, ...]) -> tuple[list[float], 
 
 
 def _row(res: Resource, extra: list[str]) -> list[float]:
+    """``res`` as a row whose scalar columns are ``extra`` (``_append_row``)."""
     row: list[float] = []
     _append_row(row, res, extra)
     return row
@@ -113,9 +114,7 @@ class NodeIndex:
 
     def _values(self, res: Resource) -> list[float]:
         """``res`` as a row of the index (scalars it has no column for are left out)."""
-        row: list[float] = []
-        _append_row(row, res, self._extra)
-        return row
+        return _row(res, self._extra)
 
     def refresh(self, node: "NodeInfo") -> None:
         """Copy one node's current values into its row (the arrays' copy when next read)."""

@@ -265,9 +265,9 @@ def _water_fill(attrs: list[QueueAttr], total: Resource) -> None:
             attr.deserved = deserved.clone()
             update_share(attr)
         return
-    inputs = [(a.name, a.weight, _copy(a.real_capability), a.request.clone(), a.guarantee.clone()) for a in attrs] if fresh else []
-    _fill(attrs, total)
+    _fill(attrs, total)  # changes each queue's deserved share and share alone
     if fresh:
+        inputs = [(a.name, a.weight, _copy(a.real_capability), a.request.clone(), a.guarantee.clone()) for a in attrs]
         _LAST_FILL[0] = _Filled(total.clone(), inputs, [attr.deserved.clone() for attr in attrs])
 
 
