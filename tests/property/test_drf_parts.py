@@ -1,8 +1,10 @@
 """drf, and the queues' allocations at session close, take a job's allocation at session open from the job's part when the part stands for the
-job (``queueattr.standing_part``): the share from the part (one ``_share`` per distinct part),
-drf's own working copy of the allocation made only when the job first needs one (an event, a
-preemption check). Everything drf answers must be what the copy of ``job.allocated`` it took at
-open gave: the shares, the job order, the victims, after any allocate and deallocate events."""
+job (``queueattr.standing_part``): drf makes no entry for such a job at open, works its share out
+from the part when first asked (one ``_share`` per distinct part), and its own working copy of
+the allocation only when the job first needs one (an event, a preemption check). Everything drf
+answers must be what the copy of ``job.allocated`` it took at open gave: the shares, the job
+order, the victims, after any allocate and deallocate events, in any order of asking, and after
+a job's phase moved (enqueue: its part no longer stands, but it stood at open)."""
 
 from __future__ import annotations
 
@@ -43,10 +45,10 @@ def jobs(draw, uid: str) -> JobInfo:
     return job
 
 
-def _with_parts(job: JobInfo, standing: int) -> JobInfo:
+def _with_parts(job: JobInfo, standing: int, older: JobInfo | None = None) -> JobInfo:
     """``job`` as proportion leaves it: a part that stands for it (0), one made for an older
-    state of it (1), a part refused (2), none yet (3)."""
-    made = job_part(job)
+    state of it (1: ``older``'s part when given, else its own), a part refused (2), none yet (3)."""
+    made = job_part(older if older is not None and standing == 1 else job)
     job.part = interned(made) if made is not None and standing != 2 else (False if standing == 2 else None)
     if standing == 3:
         job.part = None
@@ -83,27 +85,33 @@ def test_shares_and_victims_from_parts_are_those_of_the_allocation_copied_at_ope
     rng = random.Random(seed)
     total = Resource(64000.0, 2.0**40, {GPU: 16000.0, "pods": 110000.0})
     picked = [rng.randrange(len(pool)) for _ in range(rng.randint(1, 8))]
-    by_parts = {f"j{n}": _with_parts(pool[pick].clone(), standing[n % 6]) for n, pick in enumerate(picked)}
+    by_parts = {f"j{n}": _with_parts(pool[pick].clone(), standing[n % 6], rng.choice(pool)) for n, pick in enumerate(picked)}
     for uid, job in by_parts.items():
         job.uid = uid
         for task in job.tasks.values():
             task.job = uid
     copied = {uid: job.clone() for uid, job in by_parts.items()}  # no part: drf copies job.allocated at open
     lazy, eager = _opened(by_parts, total), _opened(copied, total)
-    assert lazy.shares == eager.shares
     tasks = [task for job in by_parts.values() for task in job.tasks.values()]
     for _ in range(rng.randint(0, 12)):
-        if tasks and rng.random() < 0.7:
+        roll = rng.random()
+        if tasks and roll < 0.6:
             task, sign = rng.choice(tasks), rng.choice((1, -1))
             for plugin in (lazy, eager):
                 _on(plugin, sign, task)
-        else:
+        elif roll < 0.8:
             uid = rng.choice(list(by_parts))
             assert _by_dimension(lazy, uid) == _by_dimension(eager, uid)
-        if tasks:
+        elif roll < 0.9:  # enqueue moves a phase: the part stood at open, and still gives the share then
+            uid = rng.choice(list(by_parts))
+            by_parts[uid].phase = copied[uid].phase = "Inqueue" if by_parts[uid].phase != "Inqueue" else "Running"
+        else:
+            uid = rng.choice(list(by_parts))
+            assert lazy.share_of(by_parts[uid]) == eager.share_of(copied[uid])
+        if tasks and rng.random() < 0.5:
             preemptor, victims = rng.choice(tasks), rng.sample(tasks, min(len(tasks), 3))
             assert lazy._preemptable(preemptor, victims)[0] == eager._preemptable(preemptor, victims)[0]
-        assert lazy.shares == eager.shares
+    assert [lazy.share_of(job) for job in by_parts.values()] == [eager.share_of(job) for job in copied.values()]
     for uid in by_parts:
         assert _by_dimension(lazy, uid) == _by_dimension(eager, uid)
     left, right = list(by_parts.values()), list(copied.values())
@@ -116,12 +124,24 @@ def test_a_job_whose_part_stands_gets_its_share_without_a_copy_until_it_needs_on
     other = _with_parts(job.clone(), 0)
     other.uid = "ns/k"
     plugin = _opened({"ns/j": _with_parts(job, 0), "ns/k": other}, Resource(64000.0, 2.0**40, {GPU: 16000.0}))
-    assert plugin.shares == {"ns/j": 0.25, "ns/k": 0.25}
-    assert plugin.allocated == {}  # no copy made at open
+    assert plugin.shares == {} and plugin.allocated == {}  # no entry made at open
+    assert plugin.share_of(other) == 0.25 and plugin.shares == {"ns/k": 0.25} and plugin.allocated == {}
     extra = TaskInfo("u", "u", "ns", "ns/j", Resource(0.0, 0.0, {GPU: 4000.0}), status=TaskStatus.ALLOCATED)
     _on(plugin, 1, extra)
     assert plugin.shares["ns/j"] == 0.5 and plugin.allocated["ns/j"].scalars == {GPU: 8000.0}
     assert list(plugin.allocated) == ["ns/j"] and job.allocated.scalars == {GPU: 4000.0}  # the part is not changed
+
+
+def test_a_look_alike_shown_later_holds_nothing_whatever_its_part_says():
+    """A job shown to the actions after drf opened (``on_job_shown``) has every task waiting; a
+    part it still carries from an older state (it ran, then was put back) is not its share."""
+    ran = JobInfo("ns/j", "j", "ns", "a")
+    ran.add_task(TaskInfo("t", "t", "ns", "ns/j", Resource(8000.0, 2.0**30), status=TaskStatus.RUNNING))
+    waiting = JobInfo("ns/j", "j", "ns", "a")
+    waiting.add_task(TaskInfo("t", "t", "ns", "ns/j", Resource(8000.0, 2.0**30), status=TaskStatus.PENDING))
+    plugin = _opened({}, Resource(64000.0, 2.0**40))
+    plugin.on_job_shown(_bare_session(), _with_parts(waiting, 1, ran))
+    assert plugin.share_of(waiting) == 0.0 and _by_dimension(plugin, "ns/j") == [0.0, 0.0]
 
 
 # ----------------------------------------------------------------- queue_allocations by parts
@@ -191,7 +211,7 @@ def _trace_cycles(nodes: str, by_parts: bool) -> tuple[list, int]:
         seen.append((*fingerprint(record), shares[-1], _listed(record.result.queue_allocated)))
 
     def close(self, ssn) -> None:  # drf's shares as the actions left them
-        shares.append(sorted((uid, self.shares.get(uid, 0.0), tuple(_by_dimension(self, uid))) for uid in ssn.jobs))
+        shares.append(sorted((uid, self.share_of(job), tuple(_by_dimension(self, uid))) for uid, job in ssn.jobs.items()))
 
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(drf, "standing_part", standing_or_not)

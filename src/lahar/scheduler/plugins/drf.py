@@ -34,30 +34,30 @@ class DrfPlugin(Plugin):
     def on_session_open(self, ssn: Session) -> None:
         self.total = ssn.total_resource.clone()
         self._dims = [(name, total) for name, total in self.total.dims() if total >= MIN_RESOURCE]
-        # each job's allocation and share; a job that holds nothing (every waiting job of a
-        # backlog) has share 0 and gets its entry when it first needs one (``_allocated``). A job
-        # whose part stands for it (``standing_part``: every job unchanged since the last cycle)
-        # has the share of its part, worked out once for equal parts, and a copy of the part's
-        # allocation when it first needs one: a server's every cycle looks at every running job.
+        # each job's allocation and share as drf counts them. A job whose part stands for it at
+        # open (``standing_part``: every job unchanged since the last cycle) gets no entry here:
+        # its share is worked out from ``job.part`` when first asked (once for equal parts), and
+        # its working copy of the allocation made when it first needs one (an event, a
+        # preemption check). A server's every cycle looks at every running job, and two map
+        # entries per job cost several times that look. ``job.part`` is not changed in a
+        # session once it stands (proportion makes a part only for a job whose part does not
+        # stand), and an event on a job gives it its entries first, so the part is the job's
+        # allocation at open whenever it is read. The other jobs get their entries here: a
+        # copy of what they hold, or a place among those that held nothing (share 0).
         self.jobs = ssn.jobs
         self.allocated: dict[str, Resource] = {}
-        self.shares: dict[str, float] = {}
-        self._parts: dict[str, JobPart] = {}
-        shares_of_parts: dict[JobPart, float] = {}
+        self.shares: dict[str, float] = {}  # worked out so far: see ``share_of``
+        self._held_nothing: set[str] = set()
+        self._shares_of_parts: dict[JobPart, float] = {}
         for job in ssn.jobs.values():
-            part = standing_part(job)
-            if part is not None and _copies_alike(job.allocated):
-                share = shares_of_parts.get(part)
-                if share is None:
-                    share = shares_of_parts[part] = self._share(part.allocated) if part.allocated.holds_anything() else -1.0
-                if share >= 0.0:
-                    self._parts[job.uid] = part
-                    self.shares[job.uid] = share
+            if standing_part(job) is not None and _copies_alike(job.allocated):
                 continue
             held = job.allocated  # JobInfo keeps it as the sum over its allocated tasks
             if held.holds_anything():
                 allocated = self.allocated[job.uid] = held.clone()
                 self.shares[job.uid] = self._share(allocated)
+            else:
+                self._held_nothing.add(job.uid)
         ssn.add("preemptable", self.name, self._preemptable)
         ssn.add("job_order", self.name, self._job_order)
         ssn.add("job_order_key", self.name, self._job_order_key)
@@ -67,6 +67,36 @@ class DrfPlugin(Plugin):
         """A look-alike set aside before the plugins opened is a job of the session from now on
         (it holds nothing: share 0 until it is allocated)."""
         self.jobs[job.uid] = job
+        self._held_nothing.add(job.uid)
+
+    def _open_part(self, uid: str) -> JobPart | None:
+        """The part that stood for a job of the session at open (it may hold nothing); None for a
+        job that had no such part and held nothing then, or is not in the session. Asked only
+        for a job without entries, so never for one whose entries were made at open (they are
+        kept)."""
+        if uid in self._held_nothing:
+            return None
+        job = self.jobs.get(uid)
+        if job is None:
+            return None
+        part = job.part
+        return part if isinstance(part, JobPart) else None
+
+    def share_of(self, job: JobInfo) -> float:
+        """The job's share as the session's events left it (0 for a job that holds nothing)."""
+        uid = job.uid
+        found = self.shares.get(uid)
+        if found is not None:
+            return found
+        part = self._open_part(uid)
+        if part is None:
+            return 0.0
+        share = self._shares_of_parts.get(part)
+        if share is None:
+            share = self._shares_of_parts[part] = self._share(part.allocated) if part.allocated.holds_anything() else 0.0
+        if share > 0.0:  # kept for the next time (a waiting job's 0 is found again as fast)
+            self.shares[uid] = share
+        return share
 
     def _share(self, allocated: Resource) -> float:
         best = 0.0
@@ -79,10 +109,10 @@ class DrfPlugin(Plugin):
         return best
 
     def _job_order_key(self, job: JobInfo) -> float:
-        return self.shares.get(job.uid, 0.0)
+        return self.share_of(job)
 
     def _job_order(self, left: JobInfo, right: JobInfo) -> int:
-        ls, rs = self.shares.get(left.uid, 0.0), self.shares.get(right.uid, 0.0)
+        ls, rs = self.share_of(left), self.share_of(right)
         if ls == rs:
             return 0
         return -1 if ls < rs else 1
@@ -91,9 +121,10 @@ class DrfPlugin(Plugin):
         """The job's allocation as drf counts it; None for a job not in the session."""
         allocated = self.allocated.get(uid)
         if allocated is None and uid in self.jobs:
-            part = self._parts.get(uid)
+            part = self._open_part(uid)
             # its part's allocation (what it held at open), or it held nothing: share 0 (same values by name)
-            allocated = self.allocated[uid] = part.allocated.clone() if part is not None else Resource()
+            held = part is not None and part.allocated.holds_anything()
+            allocated = self.allocated[uid] = part.allocated.clone() if part is not None and held else Resource()
         return allocated
 
     def _preemptable(self, preemptor: TaskInfo, preemptees: list[TaskInfo]):
