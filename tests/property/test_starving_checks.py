@@ -1,14 +1,16 @@
 """preempt and reclaim find their starving jobs with the cheap checks first (validity, the dearest,
-only where it decides something). The checks are pure, so the jobs found, and for reclaim the
+only where it decides something), and enqueue its waiting jobs passing over running jobs of
+queues already seen. The checks are pure, so the jobs found, and for reclaim and enqueue the
 queue heap (which queues it holds and in which layout: a queue's share may change while it waits
-there), must come out exactly as Volcano's order of checks gives them."""
+there, and queues that compare equal come out by it), must come out exactly as Volcano's order
+of checks gives them."""
 
 from __future__ import annotations
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lahar.scheduler.actions import reclaim
+from lahar.scheduler.actions import enqueue, reclaim
 from lahar.scheduler.cache import ClusterState
 from lahar.scheduler.cycle import open_session
 from lahar.scheduler.framework.config import default_config_text, load_config
@@ -67,3 +69,38 @@ def test_a_queue_with_only_running_jobs_is_in_reclaims_heap():
     queues, starving = reclaim._starving(ssn)
     assert sorted(q.name for q in queues._items) == ["a", "b"]
     assert list(starving) == ["b"]
+
+
+def _volcano_enqueue_order(ssn) -> tuple[PriorityQueue, dict]:
+    """Enqueue's queues and waiting jobs as Volcano gathers them: every job looked at in turn."""
+    queues: PriorityQueue = PriorityQueue(ssn.queue_order_fn)
+    waiting: dict[str, list] = {}
+    seen: set[str] = set()
+    for job in ssn.jobs.values():
+        found = ssn.queues.get(job.queue)
+        if found is None:
+            continue
+        if found.uid not in seen:
+            seen.add(found.uid)
+            queues.push(found)
+        if job.is_pending() and not ssn.suspended(found):
+            waiting.setdefault(job.queue, []).append(job)
+    return queues, waiting
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(job_shape, min_size=1, max_size=10), st.sampled_from([None, *QUEUES]))
+def test_enqueue_gathers_the_same_jobs_and_builds_the_same_queue_heap(shapes, suspended):
+    ssn = _session(shapes, suspended)
+    queues, waiting = enqueue._waiting(ssn)
+    expected_queues, expected = _volcano_enqueue_order(ssn)
+    assert [q.name for q in queues._items] == [q.name for q in expected_queues._items]  # the heap's layout
+    assert {name: [j.uid for j in jobs] for name, jobs in waiting.items()} == {name: [j.uid for j in jobs] for name, jobs in expected.items()}
+
+
+def test_a_queue_with_only_running_jobs_is_in_enqueues_heap():
+    """Volcano pushes every queue with a job, waiting or not."""
+    ssn = _session([("a", "Running", 1, 1, 1), ("b", "Pending", 2, 0, 2)], None)
+    queues, waiting = enqueue._waiting(ssn)
+    assert sorted(q.name for q in queues._items) == ["a", "b"]
+    assert list(waiting) == ["b"]

@@ -129,18 +129,21 @@ def _starving(ssn: Session) -> tuple[PriorityQueue[QueueInfo], dict[str, list[Jo
     them (a queue's share may change while it waits in the heap, so which queues it holds, in
     which order, can decide the order they come out). The checks are pure, so validity, the
     dearest, is asked only where it decides something: for a starving job, or a job whose queue
-    is not in the heap yet (most jobs of a busy cluster are running in a queue already there)."""
+    is not in the heap yet (most jobs of a busy cluster are running in a queue already there:
+    such a job, not starving, is passed over before its queue is looked up)."""
     queues: PriorityQueue[QueueInfo] = PriorityQueue(ssn.queue_order_fn)
     starving: dict[str, list[JobInfo]] = {}
     seen: set[str] = set()
     for job in ssn.jobs.values():
         if job.is_pending():
             continue
+        facts = ssn.job_facts(job)
+        hungry = facts.starving
+        if not hungry and job.queue in seen:
+            continue  # its queue is in the heap already (a queue's uid is its name): nothing to do
         queue = ssn.queues.get(job.queue)
         if queue is None:
             continue
-        facts = ssn.job_facts(job)
-        hungry = facts.starving
         if (hungry or queue.uid not in seen) and not facts.valid:
             continue
         if queue.uid not in seen:
