@@ -742,14 +742,18 @@ class NodeInfo:
     def pod_count(self) -> int:
         return len(self.tasks)
 
-    def clone_with(self, tasks: dict[str, "TaskInfo"]) -> "NodeInfo":
-        """A copy whose task entries are the given copies (by uid), accounting copied as is."""
+    def clone_with(self, jobs: dict[str, "JobInfo"]) -> "NodeInfo":
+        """A copy whose task entries are the tasks of the given job copies (by job, then task
+        uid; a task of another job is cloned), accounting copied as is. Looked up there, not in
+        a map of every task on a node made for it: one entry less per task every cycle."""
         twin = self.clone_empty()
         twin.idle, twin.used = self.idle.clone(), self.used.clone()
         twin.releasing, twin.pipelined = self.releasing.clone(), self.pipelined.clone()
         own = twin.tasks = dict(self.tasks)  # the keys in order at once, each value then replaced
         for key, task in self.tasks.items():
-            own[key] = tasks.get(task.uid) or task.clone()
+            owner = jobs.get(task.job)
+            copy = owner.tasks.get(task.uid) if owner is not None else None
+            own[key] = copy if copy is not None else task.clone()
         twin._accounted = dict(self._accounted)
         twin.source, twin.source_version = self, self.version
         return twin

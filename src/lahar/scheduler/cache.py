@@ -309,23 +309,15 @@ class ClusterState:
         if keys is None or listed is None or len(keys) != len(every) or len(listed) != len(keys):  # the same length: the same keys (kept as jobs come and go)
             keys = self.job_keys = sorted(every)  # the keys alone: strings sort many times faster than (key, job) pairs
             listed = self.job_list = [every[uid] for uid in keys]
-        # with the copies of the tasks on nodes, in the same pass: a waiting task (Pending) has
-        # no node, and most jobs of a backlog have only those
-        by_uid: dict[str, TaskInfo] = {}
         names = self.queue_names  # a job whose queue was found at this count is in one still
         for job in listed:
             if job.queue_seen == names or job.queue in queues:
                 job.queue_seen = names
-                copy = jobs[job.uid] = _session_copy(job)
-                index = copy.status_index
-                if len(index) == 1 and PENDING in index:
-                    continue
-                for task in copy.tasks.values():
-                    by_uid[task.uid] = task
+                jobs[job.uid] = _session_copy(job)
         nodes: dict[str, NodeInfo] = {}
         for name, node in self.nodes.items():
             if node.ready:
-                nodes[name] = node.clone_with(by_uid)
+                nodes[name] = node.clone_with(jobs)  # a task on a node is its job copy's
         return jobs, nodes, list(nodes.values()), dict(self.queues)
 
 
