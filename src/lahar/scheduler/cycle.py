@@ -37,6 +37,12 @@ __all__ = ["run_cycle", "open_session", "close_session", "valid_until", "CycleRe
 
 @dataclass(init=False)
 class JobOutcome:
+    """What a cycle says of one job. A job's outcome that reads exactly as its last one (the
+    ``previous`` the cycle was given) is that very object, its conditions replaced by this
+    session's (``_kept_outcome``): a server's cycle says the same of every running job, and a
+    backlog's of every waiting one. So an older result's outcome may show a later session's
+    conditions: read a result before running the next cycle with it as ``previous``."""
+
     phase: str
     queue: str
     conditions: list[dict[str, Any]]
@@ -194,7 +200,7 @@ def _close(ssn: Session, previous: dict[str, JobOutcome] | None, hidden: Hidden 
                 ssn.release()
                 return None
             outcome = outcomes[job.uid] = found
-        if before is None or not outcome.same_status(before):
+        if before is None or (outcome is not before and not outcome.same_status(before)):  # kept: the same
             changed.append(job.uid)
     result = CycleResult(ssn.decisions, outcomes, queue_allocations(ssn, acted), ssn, valid_until(ssn), changed, previous)
     ssn.release()
@@ -212,6 +218,8 @@ def _outcome(ssn: Session, job: JobInfo, before: JobOutcome | None = None) -> Jo
     job.phase = podgroup_phase(job, _unschedulable_now(ssn, job), counts)
     last, last_part = (before.reason, before.reason_part) if before is not None else (None, None)
     reason, part = explain_made_of(ssn, job, last, last_part)
+    if before is not None and _kept_outcome(before, job, reason, part, None, counts[2], counts[3], counts[4]):
+        return before
     outcome = JobOutcome(
         phase=job.phase,
         queue=job.queue,
@@ -248,9 +256,33 @@ def _hidden_outcome(
         for condition in first_conditions:
             job.set_condition(condition)
     job.phase = first.phase
+    if before is not None and _kept_outcome(before, job, reason, first.reason_part, first.reason, 0, 0, 0):
+        return before
     outcome = JobOutcome(first.phase, job.queue, job.conditions, reason, 0, 0, 0, first.reason)
     outcome.reason_part = first.reason_part  # its reason reads as its first job's but for the job: made of the same part
     return outcome
+
+
+def _kept_outcome(
+    before: JobOutcome, job: JobInfo, reason: dict[str, Any] | None, part: dict[str, Any] | None, shared: dict[str, Any] | None, running: int, succeeded: int, failed: int
+) -> bool:
+    """Whether ``before``, the job's last outcome, reads as the one this session would make: the
+    same phase (``job.phase``, as set), queue and pod counts, the very same reason objects (what
+    it was made of and from, too); then it takes the job's conditions of this session, and
+    stands for this session's outcome (see ``JobOutcome``)."""
+    if (
+        before.reason is reason
+        and before.reason_part is part
+        and before.shared_reason is shared
+        and before.phase == job.phase
+        and before.queue == job.queue
+        and before.running == running
+        and before.succeeded == succeeded
+        and before.failed == failed
+    ):
+        before.conditions = job.conditions
+        return True
+    return False
 
 
 def run_cycle(
