@@ -7,6 +7,7 @@ of checks gives them."""
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -33,6 +34,15 @@ def _session(shapes: list[tuple], suspended: str | None):
     return open_session(ClusterState.from_objects(objects), load_config(default_config_text()), now=100.0)
 
 
+def _pushed_once(ssn, job, queues: PriorityQueue, seen: set[str]):
+    """The job's queue (None: not in the session), pushed if it is the first seen of it."""
+    found = ssn.queues.get(job.queue)
+    if found is not None and found.uid not in seen:
+        seen.add(found.uid)
+        queues.push(found)
+    return found
+
+
 def _volcano_order(ssn) -> tuple[PriorityQueue, dict]:
     """Reclaim's starving jobs with Volcano's checks in Volcano's order."""
     queues: PriorityQueue = PriorityQueue(ssn.queue_order_fn)
@@ -41,34 +51,13 @@ def _volcano_order(ssn) -> tuple[PriorityQueue, dict]:
     for job in ssn.jobs.values():
         if job.is_pending() or not ssn.job_valid(job)[0]:
             continue
-        found = ssn.queues.get(job.queue)
+        found = _pushed_once(ssn, job, queues, seen)
         if found is None:
             continue
-        if found.uid not in seen:
-            seen.add(found.uid)
-            queues.push(found)
         if ssn.suspended(found) or not ssn.job_starving(job):
             continue
         starving.setdefault(job.queue, []).append(job)
     return queues, starving
-
-
-@settings(max_examples=200, deadline=None)
-@given(st.lists(job_shape, min_size=1, max_size=10), st.sampled_from([None, *QUEUES]))
-def test_reclaim_finds_the_same_jobs_and_builds_the_same_queue_heap(shapes, suspended):
-    ssn = _session(shapes, suspended)
-    queues, starving = reclaim._starving(ssn)
-    expected_queues, expected = _volcano_order(ssn)
-    assert [q.name for q in queues._items] == [q.name for q in expected_queues._items]  # the heap's layout
-    assert {name: [j.uid for j in jobs] for name, jobs in starving.items()} == {name: [j.uid for j in jobs] for name, jobs in expected.items()}
-
-
-def test_a_queue_with_only_running_jobs_is_in_reclaims_heap():
-    """Volcano pushes every queue with a valid admitted job, starving or not."""
-    ssn = _session([("a", "Running", 1, 1, 1), ("b", "Inqueue", 2, 0, 2)], None)
-    queues, starving = reclaim._starving(ssn)
-    assert sorted(q.name for q in queues._items) == ["a", "b"]
-    assert list(starving) == ["b"]
 
 
 def _volcano_enqueue_order(ssn) -> tuple[PriorityQueue, dict]:
@@ -77,30 +66,33 @@ def _volcano_enqueue_order(ssn) -> tuple[PriorityQueue, dict]:
     waiting: dict[str, list] = {}
     seen: set[str] = set()
     for job in ssn.jobs.values():
-        found = ssn.queues.get(job.queue)
+        found = _pushed_once(ssn, job, queues, seen)
         if found is None:
             continue
-        if found.uid not in seen:
-            seen.add(found.uid)
-            queues.push(found)
         if job.is_pending() and not ssn.suspended(found):
             waiting.setdefault(job.queue, []).append(job)
     return queues, waiting
 
 
+
+GATHERED = [("reclaim", reclaim._starving, _volcano_order), ("enqueue", enqueue._waiting, _volcano_enqueue_order)]
+
+
+@pytest.mark.parametrize("action, gather, volcano", GATHERED, ids=[a for a, _, _ in GATHERED])
 @settings(max_examples=200, deadline=None)
 @given(st.lists(job_shape, min_size=1, max_size=10), st.sampled_from([None, *QUEUES]))
-def test_enqueue_gathers_the_same_jobs_and_builds_the_same_queue_heap(shapes, suspended):
+def test_the_same_jobs_are_gathered_and_the_same_queue_heap_built(action, gather, volcano, shapes, suspended):
     ssn = _session(shapes, suspended)
-    queues, waiting = enqueue._waiting(ssn)
-    expected_queues, expected = _volcano_enqueue_order(ssn)
+    queues, found = gather(ssn)
+    expected_queues, expected = volcano(ssn)
     assert [q.name for q in queues._items] == [q.name for q in expected_queues._items]  # the heap's layout
-    assert {name: [j.uid for j in jobs] for name, jobs in waiting.items()} == {name: [j.uid for j in jobs] for name, jobs in expected.items()}
+    assert {name: [j.uid for j in jobs] for name, jobs in found.items()} == {name: [j.uid for j in jobs] for name, jobs in expected.items()}
 
 
-def test_a_queue_with_only_running_jobs_is_in_enqueues_heap():
-    """Volcano pushes every queue with a job, waiting or not."""
-    ssn = _session([("a", "Running", 1, 1, 1), ("b", "Pending", 2, 0, 2)], None)
-    queues, waiting = enqueue._waiting(ssn)
+@pytest.mark.parametrize("action, gather, phase", [("reclaim", reclaim._starving, "Inqueue"), ("enqueue", enqueue._waiting, "Pending")])
+def test_a_queue_with_only_running_jobs_is_in_the_heap(action, gather, phase):
+    """Volcano pushes every queue with a (valid, admitted, for reclaim) job, starving or waiting or not."""
+    ssn = _session([("a", "Running", 1, 1, 1), ("b", phase, 2, 0, 2)], None)
+    queues, found = gather(ssn)
     assert sorted(q.name for q in queues._items) == ["a", "b"]
-    assert list(waiting) == ["b"]
+    assert list(found) == ["b"]
