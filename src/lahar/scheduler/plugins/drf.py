@@ -123,8 +123,8 @@ class DrfPlugin(Plugin):
         if allocated is None and uid in self.jobs:
             part = self._open_part(uid)
             # its part's allocation (what it held at open), or it held nothing: share 0 (same values by name)
-            held = part is not None and part.allocated.holds_anything()
-            allocated = self.allocated[uid] = part.allocated.clone() if part is not None and held else Resource()
+            held = part.allocated if part is not None else None
+            allocated = self.allocated[uid] = held.clone() if held is not None and held.holds_anything() else Resource()
         return allocated
 
     def _preemptable(self, preemptor: TaskInfo, preemptees: list[TaskInfo]):
