@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from lahar.scheduler.api import FitError, PredicateError, StatusCode, TaskStatus
+from lahar.scheduler.api import TaskStatus
+from lahar.scheduler.fit import FitError, PredicateError, StatusCode
 from lahar.scheduler.framework.session import PERMIT, REJECT
 from lahar.scheduler.plugins.gang import skip_unschedulable_for_releasing
 from lahar.scheduler.plugins import Plugin, register

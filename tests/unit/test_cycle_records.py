@@ -13,7 +13,7 @@ import pickle
 
 import pytest
 
-from lahar.scheduler.api import FitError, FitErrors, StatusCode
+from lahar.scheduler.fit import FitError, FitErrors, StatusCode
 from lahar.scheduler.cycle import JobOutcome
 from lahar.scheduler.framework.session import Decision
 from tests.source import COMPILED

@@ -10,7 +10,8 @@ import pytest
 
 from lahar.model import Node, Pod
 from lahar.scheduler.actions.allocate import task_constraints
-from lahar.scheduler.api import PredicateError, TaskInfo
+from lahar.scheduler.api import TaskInfo
+from lahar.scheduler.fit import PredicateError
 from lahar.scheduler.cache import node_from_object
 from lahar.scheduler.plugins.predicates import predicate
 

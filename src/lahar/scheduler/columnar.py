@@ -25,7 +25,8 @@ import numpy as np
 from lahar.resources import CPU, MEMORY, MIN_RESOURCE, Resource
 
 if TYPE_CHECKING:
-    from lahar.scheduler.api import FitErrors, NodeInfo
+    from lahar.scheduler.api import NodeInfo
+    from lahar.scheduler.fit import FitErrors
 
 __all__ = ["NodeIndex", "ClassView"]
 

@@ -20,7 +20,8 @@ from __future__ import annotations
 import numpy as np
 
 from lahar.resources import Dim
-from lahar.scheduler.api import PENDING, FitError, FitErrors, JobInfo, NodeInfo, QueueInfo, StatusCode, TaskInfo
+from lahar.scheduler.api import PENDING, JobInfo, NodeInfo, QueueInfo, TaskInfo
+from lahar.scheduler.fit import FitError, FitErrors, StatusCode
 from lahar.scheduler.columnar import ClassView, NodeIndex
 from lahar.scheduler.framework.session import Session
 from lahar.scheduler.framework.statement import Statement

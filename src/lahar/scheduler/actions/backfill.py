@@ -5,7 +5,8 @@ Reference 6.3. No queue gate: Volcano backfills into any queue. Lahar: not into 
 
 from __future__ import annotations
 
-from lahar.scheduler.api import ALLOCATED, PENDING, PIPELINED, FitErrors, JobInfo, QueueInfo, TaskInfo
+from lahar.scheduler.api import ALLOCATED, PENDING, PIPELINED, JobInfo, QueueInfo, TaskInfo
+from lahar.scheduler.fit import FitErrors
 from lahar.scheduler.framework.session import Session
 from lahar.scheduler.framework.statement import Statement
 from lahar.scheduler.pqueue import PriorityQueue

@@ -18,7 +18,8 @@ from typing import Any, Callable, Final, Iterable
 import numpy as np
 
 from lahar.resources import Resource
-from lahar.scheduler.api import BINDING, PENDING, FitError, JobInfo, NodeInfo, PredicateError, QueueInfo, StatusCode, TaskInfo
+from lahar.scheduler.api import BINDING, PENDING, JobInfo, NodeInfo, QueueInfo, TaskInfo
+from lahar.scheduler.fit import FitError, PredicateError, StatusCode
 from lahar.scheduler.framework.config import Arguments, PluginOption, SchedulerConf, Tier
 from lahar.scheduler.pqueue import KeyedQueue, PriorityQueue, pop_order
 

@@ -11,7 +11,8 @@ from typing import Final
 
 import numpy as np
 
-from lahar.scheduler.api import FitError, NodeInfo, PredicateError, StatusCode, TaskInfo
+from lahar.scheduler.api import NodeInfo, TaskInfo
+from lahar.scheduler.fit import FitError, PredicateError, StatusCode
 from lahar.scheduler.framework.session import Session
 from lahar.scheduler.plugins.base import Plugin
 
