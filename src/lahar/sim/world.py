@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import heapq
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Iterator
+from typing import Any, Iterable, Iterator, TypeVar
 
 from lahar.admission import admit_create, builtin_queue
 from lahar.admission.view import LiveView
@@ -31,6 +31,8 @@ from lahar.scheduler.cache import ClusterState, format_time, parse_time
 from lahar.scheduler.cycle import CycleResult
 
 __all__ = ["World", "Rejection"]
+
+T = TypeVar("T", bound=ApiObject)
 
 
 @dataclass
@@ -49,6 +51,21 @@ class Rejection:
 _TABLES = (("queues", Queue), ("nodes", Node), ("podgroups", PodGroup), ("pods", Pod), ("classes", PriorityClass), ("jobs", Job))
 _TABLE_OF_TYPE: dict[type, str | None] = {}
 _UNSEEN = object()
+
+
+def _created(obj: ApiObject, now: float) -> ApiObject:
+    """``obj`` as created at ``now`` (its ``creationTimestamp``, as an API server stamps it), unless
+    it says when it was created. Job order falls back on the podgroups' creation times (then
+    their uids): without it, jobs waiting together would go by name, not first come first
+    served. A copy: the same objects may be replayed again (``lahar simulate --compare``)."""
+    return _stamped(obj, format_time(now))
+
+
+def _stamped(obj: T, made: str | None) -> T:
+    """``obj`` with creation time ``made``, unless it has one (or ``made`` is None)."""
+    if made is None or obj.metadata.creation_timestamp is not None:
+        return obj
+    return obj.model_copy(update={"metadata": obj.metadata.model_copy(update={"creation_timestamp": made})})
 
 
 @dataclass
@@ -117,7 +134,7 @@ class World:
             if isinstance(obj, Command):
                 self._command(obj, now)
                 return
-            admitted = obj if self.raw else admit_create(obj, self.view())
+            admitted = obj if self.raw else admit_create(_created(obj, now), self.view())
         except LaharError as exc:
             self.rejections.append(Rejection(now, obj.kind, obj.key, exc.message))
             return
@@ -130,16 +147,17 @@ class World:
     def reconcile(self, obj: ApiObject) -> None:
         """What the job and podgroup controllers do for a new object: a vcjob gets its podgroup
         and pods, a bare pod its own podgroup. Idempotent: nothing is created twice."""
+        made = obj.metadata.creation_timestamp  # what a controller makes for it is made with it
         if isinstance(obj, Job) and obj.key not in self.podgroups:
             group, pods = expand_job(obj)
-            self._store(group)
+            self._store(_stamped(group, made))
             for pod in pods:
                 if pod.key not in self.pods:
-                    self._store(pod)
+                    self._store(_stamped(pod, made))
         elif isinstance(obj, Pod) and obj.group_name is None and not self.raw:
             group, joined = podgroup_for_bare_pod(obj)
             if group.key not in self.podgroups:
-                self._store(group)
+                self._store(_stamped(group, made))
             self._store(joined)
 
     def _store(self, obj: ApiObject) -> None:
