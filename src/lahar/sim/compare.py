@@ -136,7 +136,7 @@ class ReplayPosition:
         if not busy:
             self.seen = bisect.bisect_right(self.arrivals, self.now, lo=self.seen)
             upcoming = min(self.arrivals[self.seen] if self.seen < len(self.arrivals) else math.inf, sim.world.next_completion() or math.inf)
-        following = next_step_time(self.now, self.period, busy, None if upcoming == math.inf else upcoming)
+        following = next_step_time(self.now, self.period, busy, None if upcoming == math.inf else upcoming, record.result.valid_until)
         if following is None:
             return False
         self.now = following

@@ -5,8 +5,9 @@ Two ways to run, as ``lahar simulate`` offers them:
 - ``run_cycles(n)``: n cycles at ``period`` seconds apart (0, period, 2 x period...);
 - ``run_until(t)``: cycles on the period grid, skipping idle stretches: after a cycle that
   changed nothing, the clock jumps to the grid point at or after the next arrival
-  (``lahar.dev/at``) or completion (``lahar.dev/duration``). It stops at ``t``, or earlier when
-  nothing is left to happen.
+  (``lahar.dev/at``) or completion (``lahar.dev/duration``), or sooner where a plugin that reads
+  the clock may answer differently (``CycleResult.valid_until``: sla's next deadline). It stops
+  at ``t``, or earlier when nothing is left to happen.
 
 Each step at time ``now``: objects due arrive (through admission), tasks due complete, the queue
 controller refreshes, the scheduler runs one cycle, its decisions are applied, the controller
@@ -132,7 +133,7 @@ class Simulation:
                 break
             record = self.step(now)
             busy = bool(record.result.decisions or record.completed)
-            following = next_step_time(now, self.period, busy, None if busy else self._next_event())
+            following = next_step_time(now, self.period, busy, None if busy else self._next_event(), record.result.valid_until)
             if following is None:
                 break
             now = following
@@ -147,12 +148,16 @@ def grid_time(t: float, period: float) -> float:
     return math.ceil(t / period - 1e-9) * period
 
 
-def next_step_time(now: float, period: float, busy: bool, upcoming: float | None) -> float | None:
+def next_step_time(now: float, period: float, busy: bool, upcoming: float | None, horizon: float = math.inf) -> float | None:
     """When to step after a cycle at ``now``: the next grid point after a cycle that changed
-    something (``busy``); otherwise the grid point at or after the next event (``upcoming``),
-    never sooner than the next grid point; None when nothing is left to happen."""
+    something (``busy``); otherwise the grid point at or after the next event (``upcoming``) or
+    the cycle's ``horizon`` (its ``valid_until``: where a plugin that reads the clock, such as
+    sla, may answer differently with nothing else changed), whichever comes first, never
+    sooner than the next grid point; None when nothing is left to happen."""
     if busy:
         return grid_time(now + period, period)
+    if upcoming is None or horizon < upcoming:
+        upcoming = None if horizon == math.inf else horizon
     if upcoming is None:
         return None
     return max(grid_time(upcoming, period), grid_time(now + period, period))

@@ -154,7 +154,7 @@ def _run(sim: Simulation, estimate: Estimate, now: float, period: float) -> None
             estimate.start = t
             return
         busy = bool(record.result.decisions or record.completed)
-        following = next_step_time(t, period, busy, None if busy else sim.world.next_completion())
+        following = next_step_time(t, period, busy, None if busy else sim.world.next_completion(), record.result.valid_until)
         if following is None:
             reason = getattr(record.result.jobs.get(estimate.job), "reason", None) or {}
             estimate.message = "nothing running is due to finish" + (f"; now: {reason.get('message')}" if reason.get("message") else "")
