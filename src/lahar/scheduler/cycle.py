@@ -371,7 +371,11 @@ def paused_gc():
 
 
 def _record_uncommitted_pipelines(ssn: Session) -> None:
-    """Allocate may leave a pipelined-but-not-ready job's reservations in place: report them."""
+    """Allocate may leave a pipelined-but-not-ready job's reservations in place: report them.
+    Only a statement pipelines a task (no task is Pipelined when a session opens): where none
+    did, no job is looked at (an idle cycle's jobs, one by one)."""
+    if not ssn.pipelines:
+        return
     reported = {d.task for d in ssn.decisions if d.type == "pipeline"}
     for job in ssn.jobs.values():
         pipelined = job.status_index.get(PIPELINED)

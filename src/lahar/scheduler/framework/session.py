@@ -173,6 +173,7 @@ class Session:
     node_index: Any = None
     memo: dict[str, Any] = field(default_factory=dict)  # per-session caches of actions
     evictions: int = 0  # evictions and un-evictions so far: caches depending on victims read it
+    pipelines: int = 0  # tasks pipelined so far (some may have been put back): none, none to report
     # look-alike waiting jobs left out of ``jobs`` before the plugins opened, counted per first
     # job of each kind (``lahar.scheduler.lookalikes.group``), and whether counting them so lost
     # exactness (the cycle then runs again in full)

@@ -61,6 +61,7 @@ class Statement:
         if node is not None:
             node.add_task(task)
         ssn.fire_allocate(task)
+        ssn.pipelines += 1
         self.operations.append(_Op(PIPELINE, task))
 
     def allocate(self, task: TaskInfo, node_name: str) -> None:
