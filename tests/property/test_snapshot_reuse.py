@@ -62,7 +62,8 @@ def checked(monkeypatch):
     def snapshot(self):
         before = {uid: job.twin for uid, job in self.jobs.items()}
         jobs, nodes, node_list, queues = original(self)
-        assert list(jobs) == sorted(uid for uid, job in self.jobs.items() if job.queue in self.queues)  # job order
+        # the session's order: by creation, then key
+        assert list(jobs) == sorted((uid for uid, job in self.jobs.items() if job.queue in self.queues), key=lambda uid: (self.jobs[uid].creation, uid))
         for uid, twin in jobs.items():
             counts["copies"] += 1
             kept = before.get(uid)

@@ -18,7 +18,7 @@ def test_a_state_pickles_with_its_jobs_order_and_copies():
     state = _state()
     state.snapshot()
     loaded = pickle.loads(pickle.dumps(state))
-    assert loaded.jobs.keys() == state.jobs.keys() and loaded.job_keys == ["default/g"]
+    assert loaded.jobs.keys() == state.jobs.keys() and loaded.job_keys == [(0.0, "default/g")]
     assert loaded.jobs["default/g"].twin is not None  # the copy the next snapshot takes back
     assert list(loaded.snapshot()[0]) == ["default/g"]
 
@@ -36,6 +36,16 @@ def test_a_state_pickled_when_it_kept_the_copies_itself_loads():
     for loaded in (older, again):
         jobs = loaded.snapshot()[0]
         assert list(jobs) == ["default/g"] and jobs["default/g"].tasks.keys() == state.jobs["default/g"].tasks.keys()
+
+
+def test_a_state_pickled_when_it_kept_the_keys_alone_sorts_them_again():
+    """States pickled before the session's order went by creation time kept the keys alone."""
+    state = _state()
+    state.snapshot()
+    older = ClusterState.__new__(ClusterState)
+    older.__setstate__({**state.__getstate__(), "job_keys": ["default/g"]})
+    assert older.job_keys is None and older.job_list is None
+    assert list(older.snapshot()[0]) == ["default/g"] and older.job_keys == [(0.0, "default/g")]
 
 
 def test_a_state_pickled_after_cycles_loads_with_its_copies_parts():

@@ -153,8 +153,11 @@ class ClusterState:
     priority_classes: dict[str, PriorityClass] = field(default_factory=dict)
     tasks: dict[str, TaskInfo] = field(default_factory=dict)
     orphans: dict[str, Pod] = field(default_factory=dict)
-    # the keys of ``jobs`` in order, kept as jobs come and go (None: sort them at the next snapshot)
-    job_keys: list[str] | None = field(default=None, repr=False, compare=False)
+    # the session's job order, kept as jobs come and go (None: sort them at the next snapshot):
+    # each job's creation time, then its key (``_place``). Job order falls back on the same two
+    # (the session order Volcano has is a map's, any order): so look-alike jobs come in job order
+    # (``lahar.scheduler.lookalikes``: the first of a kind is the first in the session)
+    job_keys: list[tuple[float, str]] | None = field(default=None, repr=False, compare=False)
     # the jobs in that order, kept with the keys (the snapshot reads them without a lookup each)
     job_list: list[JobInfo] | None = field(default=None, repr=False, compare=False)
     # a new number whenever a queue name comes or goes (not when a queue is replaced), drawn
@@ -176,6 +179,8 @@ class ClusterState:
                 factory = known.default_factory
                 setattr(self, known.name, factory() if callable(factory) else known.default)
         self.queue_names = next(_QUEUE_NAMES)  # another process's number may be one of this one's
+        if self.job_keys and not isinstance(self.job_keys[0], tuple):  # keys alone, by an older version
+            self.job_keys = self.job_list = None
 
     @classmethod
     def from_objects(cls, objects: Iterable[ApiObject]) -> "ClusterState":
@@ -231,14 +236,20 @@ class ClusterState:
 
     def _pop_job(self, key: str) -> JobInfo | None:
         job = self.jobs.pop(key, None)
+        if job is not None:
+            self._unplace(job)
+        return job
+
+    def _unplace(self, job: JobInfo) -> None:
+        """Take ``job`` out of the session's job order (``job_keys``)."""
         keys, listed = self.job_keys, self.job_list
-        if job is not None and keys is not None:
-            at = bisect_left(keys, key)
-            if at < len(keys) and keys[at] == key:
+        if keys is not None:
+            place = _place(job)
+            at = bisect_left(keys, place)
+            if at < len(keys) and keys[at] == place:
                 del keys[at]
                 if listed is not None:
                     del listed[at]
-        return job
 
     def _upsert_pod(self, pod: Pod) -> None:
         self._remove_task(pod.key)
@@ -273,15 +284,18 @@ class ClusterState:
             for task in old.tasks.values():
                 fresh.add_task(task)
         self.jobs[group.key] = fresh
+        if old is not None and old.creation != fresh.creation:
+            self._unplace(old)  # created anew under the same key: another place
         keys, listed = self.job_keys, self.job_list
         if keys is not None:
-            at = bisect_left(keys, group.key)
-            if at == len(keys) or keys[at] != group.key:
-                keys.insert(at, group.key)
+            place = _place(fresh)
+            at = bisect_left(keys, place)
+            if at == len(keys) or keys[at] != place:
+                keys.insert(at, place)
                 if listed is not None:
                     listed.insert(at, fresh)
             elif listed is not None:
-                listed[at] = fresh  # the same key: the new job in the old one's place
+                listed[at] = fresh  # the same job: the new object in the old one's place
         waiting = [p for p in self.orphans.values() if p.metadata.namespace == group.metadata.namespace and p.group_name == group.name]
         for pod in waiting:
             self._upsert_pod(pod)
@@ -307,8 +321,8 @@ class ClusterState:
         every = self.jobs
         keys, listed = self.job_keys, self.job_list
         if keys is None or listed is None or len(keys) != len(every) or len(listed) != len(keys):  # the same length: the same keys (kept as jobs come and go)
-            keys = self.job_keys = sorted(every)  # the keys alone: strings sort many times faster than (key, job) pairs
-            listed = self.job_list = [every[uid] for uid in keys]
+            keys = self.job_keys = sorted([_place(job) for job in every.values()])
+            listed = self.job_list = [every[uid] for _, uid in keys]
         names = self.queue_names  # a job whose queue was found at this count is in one still
         for job in listed:
             if job.queue_seen == names or job.queue in queues:
@@ -320,6 +334,11 @@ class ClusterState:
                 nodes[name] = node.clone_with(jobs)  # a task on a node is its job copy's
         return jobs, nodes, list(nodes.values()), dict(self.queues)
 
+
+
+def _place(job: JobInfo) -> tuple[float, str]:
+    """Where a job comes in the session's order: by creation time, then key."""
+    return (job.creation, job.uid)
 
 
 def _session_copy(job: JobInfo) -> JobInfo:
