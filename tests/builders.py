@@ -207,3 +207,19 @@ def command(queue_name: str, action: str, name: str = "cmd") -> Command:
     return Command.model_validate(
         {"metadata": {"name": name}, "action": action, "target": {"apiVersion": Queue.API_VERSION, "kind": "Queue", "name": queue_name}}
     )
+
+
+def sla_config(waiting_time: str | None = "30s") -> str:
+    """A scheduler configuration with sla first (its ``sla-waiting-time`` argument), then
+    priority, gang, proportion and predicates; without sla when ``waiting_time`` is None."""
+    sla = f"  - name: sla\n    arguments:\n      sla-waiting-time: {waiting_time}\n" if waiting_time is not None else ""
+    return f"""
+actions: "enqueue, allocate, backfill"
+tiers:
+- plugins:
+{sla}  - name: priority
+  - name: gang
+- plugins:
+  - name: proportion
+  - name: predicates
+"""

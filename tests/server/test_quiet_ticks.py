@@ -22,6 +22,7 @@ from lahar.server.loop import ControlLoop
 from lahar.server.service import ApiService
 from lahar.store import open_store
 from conftest import Clock
+from builders import sla_config
 from test_api import job, node, queue
 
 WATCHED = {"Pod", "PodGroup", "Job", "Queue", "Node"}
@@ -126,19 +127,7 @@ def test_a_gang_that_fits_only_in_part_keeps_its_reservation_through_quiet_ticks
     assert {cluster.store.get("Pod", f"default/big-main-{i}")["spec"].get("nodeName") for i in (0, 1)} == {"n1", "n3"}
 
 
-SLA_CONFIG = """
-actions: "enqueue, allocate, backfill"
-tiers:
-- plugins:
-  - name: sla
-    arguments:
-      sla-waiting-time: 30s
-  - name: priority
-  - name: gang
-- plugins:
-  - name: proportion
-  - name: predicates
-"""
+SLA_CONFIG = sla_config("30s")
 
 
 def test_a_plugin_that_reads_the_clock_is_quiet_only_until_its_answers_may_change(cluster):

@@ -10,26 +10,14 @@ import math
 
 import pytest
 
-from builders import job, node, queue
+from builders import job, node, queue, sla_config
 from lahar.scheduler.framework.config import load_config
 from lahar.sim.compare import Clock, replay
 from lahar.sim.engine import Simulation
 from lahar.sim.forecast import expected_start
 
-SLA_CONFIG = """
-actions: "enqueue, allocate, backfill"
-tiers:
-- plugins:
-  - name: sla
-    arguments:
-      sla-waiting-time: 30s
-  - name: priority
-  - name: gang
-- plugins:
-  - name: proportion
-  - name: predicates
-"""
-NO_SLA_CONFIG = SLA_CONFIG.replace("  - name: sla\n    arguments:\n      sla-waiting-time: 30s\n", "")
+SLA_CONFIG = sla_config("30s")
+NO_SLA_CONFIG = sla_config(None)
 
 
 def timed(name: str, at: str, duration: str, **selector: str):
