@@ -32,6 +32,15 @@ def test_jobs_come_by_creation_then_key():
     assert session_order(state) == ["default/c", "default/b", "default/d", "default/a"]
 
 
+def test_jobs_created_at_once_come_by_key():
+    for second in (None, 7):
+        state = ClusterState.from_objects([queue("q").build()])
+        for name in "dbeac":  # one by one (``from_objects`` takes podgroups by key)
+            state.upsert(group(name, second))
+        assert session_order(state) == [f"default/{name}" for name in "abcde"]
+        assert {created for created, _ in state.job_keys or []} == {0.0 if second is None else state.jobs["default/a"].creation}
+
+
 STEPS = st.lists(st.tuples(st.sampled_from(["put", "drop", "snapshot"]), st.sampled_from(NAMES), st.none() | st.integers(0, 3)), max_size=40)
 
 
