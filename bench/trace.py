@@ -95,6 +95,17 @@ class _Window:
             raise _Window.Done
 
 
+class _Lookalikes:
+    """Counts the cycles that hid look-alike jobs and those whose try ran the cycle again."""
+
+    def __init__(self) -> None:
+        self.hid = self.ran_again = 0
+
+    def __call__(self, sim: Simulation, record) -> None:
+        self.hid += bool(record.result.lookalikes_hidden)
+        self.ran_again += bool(record.result.lookalikes_ran_again)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("kind", choices=sorted(_FILES))
@@ -117,7 +128,8 @@ def main() -> None:
         workload.nodes = build_workload(f"{args.kind}:{path}").nodes
     objects, _ = workload.objects(None)
     collector = MetricsCollector()
-    observers = [collector, _progress(args.progress, sorted(j.arrival for j in workload.jobs))] if args.progress else [collector]
+    lookalikes = _Lookalikes()
+    observers = [collector, lookalikes, _progress(args.progress, sorted(j.arrival for j in workload.jobs))] if args.progress else [collector, lookalikes]
     if args.profile_cycles:
         observers.append(_Window(args.profile_cycles))
     sim = Simulation(objects, load_config(default_config_text()), period=1.0, observers=observers)
@@ -158,6 +170,8 @@ def main() -> None:
                 "replay_seconds": round(t2 - t1, 2),
                 "replay_cpu_seconds": round(c2 - c1, 2),
                 "ms_per_cycle": round(1000 * (t2 - t1) / max(sim.cycle_count, 1), 2),
+                "cycles_hiding_lookalikes": lookalikes.hid,
+                "cycles_run_again": lookalikes.ran_again,
                 "wait_p50": summary.get("wait_p50"),
                 "wait_mean": summary.get("wait_mean"),
                 "never_started": summary.get("never_started"),
