@@ -785,3 +785,18 @@ def test_a_kind_pickled_with_a_job_loads_as_the_kind_of_its_description():
     loaded = pickle.loads(pickle.dumps(jobs))
     assert {id(job.described[0]) for job in loaded} == {id(kind)}  # this process's kind of that description
     assert loaded[0].described[0].description == kind.description
+
+
+def test_the_job_order_guards_catch_a_first_job_that_is_not_first_in_job_order():
+    """The session's order is job order among look-alikes (creation, then key), so with the
+    default plugins the guards never fail; they stay for a plugin that orders jobs otherwise.
+    Here a first job is set behind a look-alike created before it: both guards say so."""
+    created = {"w1": "2026-01-01T00:00:02Z", "w2": "2026-01-01T00:00:03Z", "w3": "2026-01-01T00:00:01Z"}
+    ssn = open_session(_backlog(created=created), load_config(default_config_text()))
+    every = dict(ssn.jobs)
+    w1, w2, w3 = (every[f"default/w{i}"] for i in (1, 2, 3))
+    w2.hidden_behind = "default/w1"
+    assert lookalikes._firsts_come_first(lookalikes.Hidden(every, 1, {}))
+    w3.hidden_behind = "default/w1"  # created before w1
+    assert not lookalikes._firsts_come_first(lookalikes.Hidden(every, 2, {}))
+    assert lookalikes._earlier(w3, w1) and not lookalikes._earlier(w1, w3)
