@@ -11,6 +11,7 @@ from typing import Any
 
 from lahar.model import Job, Node, Pod, PodGroup, PriorityClass, Queue
 from lahar.model.cluster import Command
+from lahar.scheduler.plugins import Plugin
 
 
 def _step(method):
@@ -223,3 +224,13 @@ tiers:
   - name: proportion
   - name: predicates
 """
+
+
+class ClockWatcher(Plugin):
+    """A plugin that reads the clock and cannot tell until when its answers hold (``register``
+    it, then name ``clock-watcher`` in a configuration)."""
+
+    name = "clock-watcher"
+
+    def on_session_open(self, ssn) -> None:
+        return None

@@ -17,12 +17,12 @@ import pytest
 from lahar.scheduler.cache import parse_time
 from lahar.scheduler.cycle import run_cycle
 from lahar.scheduler.framework.config import default_config_text, load_config
-from lahar.scheduler.plugins import PLUGINS, Plugin, register
+from lahar.scheduler.plugins import PLUGINS, register
 from lahar.server.loop import ControlLoop
 from lahar.server.service import ApiService
 from lahar.store import open_store
 from conftest import Clock
-from builders import sla_config
+from builders import ClockWatcher, sla_config
 from test_api import job, node, queue
 
 WATCHED = {"Pod", "PodGroup", "Job", "Queue", "Node"}
@@ -157,15 +157,6 @@ def test_a_plugin_that_reads_the_clock_is_quiet_only_until_its_answers_may_chang
     loop.tick()
     assert loop.quiet_ticks == quiet + 1
     assert cluster.store.get("PodGroup", "default/late")["status"]["phase"] == "Inqueue"
-
-
-class ClockWatcher(Plugin):
-    """Reads the clock and cannot tell until when its answers hold."""
-
-    name = "clock-watcher"
-
-    def on_session_open(self, ssn) -> None:
-        return None
 
 
 def test_a_plugin_that_reads_the_clock_without_a_horizon_keeps_every_cycle(cluster):

@@ -10,11 +10,12 @@ import math
 
 import pytest
 
-from builders import job, node, queue, sla_config
+from builders import ClockWatcher, job, node, queue, sla_config
 from lahar.scheduler.framework.config import load_config
 from lahar.sim.compare import Clock, replay
 from lahar.sim.engine import Simulation
 from lahar.sim.forecast import expected_start
+from lahar.scheduler.plugins import register
 
 SLA_CONFIG = sla_config("30s")
 NO_SLA_CONFIG = sla_config(None)
@@ -90,3 +91,13 @@ def test_the_expected_start_of_a_job_counts_its_waiting_time():
     assert estimate.start == 35.0
     without = expected_start(state, load_config(NO_SLA_CONFIG), 5.0, "default/late", proposed=proposed, horizon=3600)
     assert without.start == 1000.0
+
+
+def test_a_plugin_that_cannot_tell_steps_every_period_until_nothing_is_left():
+    register(ClockWatcher)
+    config = NO_SLA_CONFIG + "  - name: clock-watcher\n"
+    objects = [node("n1", cpu="4", memory="8Gi"), queue("capped").capability(cpu="2").build(), timed("holder", "0s", "5s")]
+    seen: list[float] = []
+    sim = Simulation(objects, load_config(config), observers=[lambda sim, record: seen.append(record.time)])
+    sim.run_until(math.inf, max_cycles=50)  # never stopping would run 50 cycles
+    assert seen == [0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0]  # the last cycle after the holder ended: nothing left

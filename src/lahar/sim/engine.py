@@ -153,9 +153,12 @@ def next_step_time(now: float, period: float, busy: bool, upcoming: float | None
     something (``busy``); otherwise the grid point at or after the next event (``upcoming``) or
     the cycle's ``horizon`` (its ``valid_until``: where a plugin that reads the clock, such as
     sla, may answer differently with nothing else changed), whichever comes first, never
-    sooner than the next grid point; None when nothing is left to happen."""
+    sooner than the next grid point; None when nothing is left to happen. A horizon at or before
+    ``now`` (a plugin that cannot tell) steps every period until nothing is left to happen."""
     if busy:
         return grid_time(now + period, period)
+    if horizon <= now:  # a plugin that reads the clock cannot tell until when: each period, while anything is left
+        return None if upcoming is None else grid_time(now + period, period)
     if upcoming is None or horizon < upcoming:
         upcoming = None if horizon == math.inf else horizon
     if upcoming is None:
