@@ -23,7 +23,7 @@ def podgroup_for_bare_pod(pod: Pod) -> tuple[PodGroup, Pod]:
     queue = pod.metadata.annotations.get(QUEUE_NAME_ANNOTATION, "default")
     inherited = {k: v for k, v in pod.metadata.annotations.items() if k in (LAHAR_AT, LAHAR_DURATION)}
     group = PodGroup(
-        metadata=ObjectMeta(name=name, namespace=pod.metadata.namespace, annotations=inherited),
+        metadata=ObjectMeta(name=name, namespace=pod.metadata.namespace, annotations=inherited, creation_timestamp=pod.metadata.creation_timestamp),
         spec=PodGroupSpec(min_member=1, queue=queue, priority_class_name=pod.spec.priority_class_name),
     )
     joined = pod.model_copy(deep=True)

@@ -83,6 +83,7 @@ def expand_job(job: Job) -> tuple[PodGroup, list[Pod]]:
         namespace=job.metadata.namespace,
         annotations=_inherited(job.metadata.annotations, {}),
         labels={JOB_NAME: job.name},
+        creation_timestamp=job.metadata.creation_timestamp,  # made with the job (a store stamps its own)
     )
     group = PodGroup(
         metadata=meta,
@@ -115,6 +116,7 @@ def _task_pods(job: Job, task: TaskSpec, index: int) -> list[Pod]:
             namespace=job.metadata.namespace,
             labels={**template.metadata.labels, JOB_NAME: job.name, TASK_SPEC: task_name},
             annotations=annotations,
+            creation_timestamp=job.metadata.creation_timestamp,
         )
         pods.append(Pod(metadata=meta, spec=spec))
     return pods

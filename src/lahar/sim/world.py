@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import heapq
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Iterator, TypeVar
+from typing import Any, Iterable, Iterator
 
 from lahar.admission import admit_create, builtin_queue
 from lahar.admission.view import LiveView
@@ -31,8 +31,6 @@ from lahar.scheduler.cache import ClusterState, format_time, parse_time
 from lahar.scheduler.cycle import CycleResult
 
 __all__ = ["World", "Rejection"]
-
-T = TypeVar("T", bound=ApiObject)
 
 
 @dataclass
@@ -55,17 +53,13 @@ _UNSEEN = object()
 
 def _created(obj: ApiObject, now: float) -> ApiObject:
     """``obj`` as created at ``now`` (its ``creationTimestamp``, as an API server stamps it), unless
-    it says when it was created. Job order falls back on the podgroups' creation times (then
+    it says when it was created; what a controller makes for it is made then too (``expand_job``,
+    ``podgroup_for_bare_pod``). Job order falls back on the podgroups' creation times (then
     their uids): without it, jobs waiting together would go by name, not first come first
     served. A copy: the same objects may be replayed again (``lahar simulate --compare``)."""
-    return _stamped(obj, format_time(now))
-
-
-def _stamped(obj: T, made: str | None) -> T:
-    """``obj`` with creation time ``made``, unless it has one (or ``made`` is None)."""
-    if made is None or obj.metadata.creation_timestamp is not None:
+    if obj.metadata.creation_timestamp is not None:
         return obj
-    return obj.model_copy(update={"metadata": obj.metadata.model_copy(update={"creation_timestamp": made})})
+    return obj.model_copy(update={"metadata": obj.metadata.model_copy(update={"creation_timestamp": format_time(now)})})
 
 
 @dataclass
@@ -147,17 +141,16 @@ class World:
     def reconcile(self, obj: ApiObject) -> None:
         """What the job and podgroup controllers do for a new object: a vcjob gets its podgroup
         and pods, a bare pod its own podgroup. Idempotent: nothing is created twice."""
-        made = obj.metadata.creation_timestamp  # what a controller makes for it is made with it
         if isinstance(obj, Job) and obj.key not in self.podgroups:
             group, pods = expand_job(obj)
-            self._store(_stamped(group, made))
+            self._store(group)
             for pod in pods:
                 if pod.key not in self.pods:
-                    self._store(_stamped(pod, made))
+                    self._store(pod)
         elif isinstance(obj, Pod) and obj.group_name is None and not self.raw:
             group, joined = podgroup_for_bare_pod(obj)
             if group.key not in self.podgroups:
-                self._store(_stamped(group, made))
+                self._store(group)
             self._store(joined)
 
     def _store(self, obj: ApiObject) -> None:
