@@ -159,8 +159,7 @@ def next_step_time(now: float, period: float, busy: bool, upcoming: float | None
         return grid_time(now + period, period)
     if horizon <= now:  # a plugin that reads the clock cannot tell until when: each period, while anything is left
         return None if upcoming is None else grid_time(now + period, period)
-    if upcoming is None or horizon < upcoming:
-        upcoming = None if horizon == math.inf else horizon
-    if upcoming is None:
+    nearest = min(math.inf if upcoming is None else upcoming, horizon)
+    if nearest == math.inf:
         return None
-    return max(grid_time(upcoming, period), grid_time(now + period, period))
+    return max(grid_time(nearest, period), grid_time(now + period, period))
