@@ -210,6 +210,11 @@ def command(queue_name: str, action: str, name: str = "cmd") -> Command:
     )
 
 
+def timed(name: str, queue_name: str, at: str, duration: str, cpu: str = "1") -> Job:
+    """A one-task vcjob (task ``main``) that arrives at ``at`` and runs ``duration`` in a replay."""
+    return job(name).queue(queue_name).tasks(1, name="main", cpu=cpu).annotation("lahar.dev/at", at).annotation("lahar.dev/duration", duration).build()
+
+
 def sla_config(waiting_time: str | None = "30s") -> str:
     """A scheduler configuration with sla first (its ``sla-waiting-time`` argument), then
     priority, gang, proportion and predicates; without sla when ``waiting_time`` is None."""

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import math
 
-from builders import job, node, queue
+import builders
+from builders import node, queue
 from lahar.model import Pod
 from lahar.sim.engine import Simulation
 from lahar.sim.inputs import resolve_config
@@ -14,7 +15,7 @@ from lahar.sim.metrics import MetricsCollector
 
 
 def timed(name: str, at: str, duration: str):
-    return job(name).queue("q").tasks(1, name="main", cpu="1").annotation("lahar.dev/at", at).annotation("lahar.dev/duration", duration).build()
+    return builders.timed(name, "q", at, duration)
 
 
 def replay(objects, until: float = math.inf):

@@ -10,7 +10,8 @@ import math
 
 import pytest
 
-from builders import ClockWatcher, job, node, queue, sla_config
+import builders
+from builders import ClockWatcher, node, queue, sla_config
 from lahar.scheduler.framework.config import load_config
 from lahar.sim.compare import Clock, replay
 from lahar.sim.engine import Simulation
@@ -22,7 +23,7 @@ NO_SLA_CONFIG = sla_config(None)
 
 
 def timed(name: str, at: str, duration: str, **selector: str):
-    built = job(name).queue("capped").tasks(1, name="main", cpu="1").annotation("lahar.dev/at", at).annotation("lahar.dev/duration", duration).build()
+    built = builders.timed(name, "capped", at, duration)
     built.spec.tasks[0].template.spec.node_selector = selector or None
     return built
 

@@ -7,14 +7,10 @@ import math
 import numpy as np
 import pytest
 
-from builders import job, node, queue
+from builders import node, queue, timed
 from lahar.sim.engine import Simulation
 from lahar.sim.inputs import load_simulation_inputs, resolve_config
 from lahar.sim.metrics import Bins, MetricsCollector, jain_index, percentile, queue_share
-
-
-def timed(name: str, queue_name: str, at: str, duration: str, cpu: str = "1"):
-    return job(name).queue(queue_name).tasks(1, name="main", cpu=cpu).annotation("lahar.dev/at", at).annotation("lahar.dev/duration", duration).build()
 
 
 def run(objects, config=None, **collector):
