@@ -1,6 +1,8 @@
 """A snapshot takes back the last snapshot's copy of a job that changed on neither side
 (``JobInfo.twin``): every such copy must be what a fresh ``clone()`` would have given,
-field for field and in the same order, in runs that bind, pipeline, evict and discard."""
+field for field and in the same order, in runs that bind, pipeline, evict and discard. So
+must every node copy it takes back (``ClusterState.node_copies``) be what a fresh ``clone_with`` of the
+session's jobs would give: the same figures and accounting, each task its job copy's own."""
 
 from __future__ import annotations
 
@@ -10,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from lahar.scheduler import api
-from lahar.scheduler.api import JobInfo
+from lahar.scheduler.api import JobInfo, NodeInfo
 from lahar.scheduler.cache import ClusterState
 from lahar.scheduler.cycle import run_cycle
 from lahar.scheduler.framework.config import default_config_text, load_config
@@ -53,15 +55,36 @@ def _shared(copy: JobInfo, job: JobInfo) -> list[str]:
     return sorted(k for k, v in copy.__dict__.items() if not isinstance(v, (str, int, float, bool, type(None))) and job.__dict__.get(k) is v)
 
 
+def _resources(*figures) -> list[tuple]:
+    return [(r.milli_cpu, r.memory, r.scalars, r.max_task_num) for r in figures]
+
+
+def _node_fingerprint(node: NodeInfo, jobs: dict[str, JobInfo]) -> tuple:
+    """What a session reads of a node copy; each task: its fields and whether it is the very
+    task of its job's copy (a task of a job outside the session: a clone of its own)."""
+    owner = [jobs[t.job].tasks.get(t.uid) is t if t.job in jobs else "outside" for t in node.tasks.values()]
+    tasks = [(key, _task_fields(task)) for key, task in node.tasks.items()]
+    figures = _resources(node.allocatable, node.capacity, node.idle, node.used, node.releasing, node.pipelined)
+    fields = (node.name, node.labels, node.taints, node.unschedulable, node.ready, node.max_task_num, node.index, node.foreign)
+    return (fields, figures, tasks, owner, dict(node._accounted), node.version, node.source_version)
+
+
 @pytest.fixture
 def checked(monkeypatch):
     """Wrap ``snapshot``: compare every taken-back copy with a fresh clone; count them."""
-    counts = {"reused": 0, "copies": 0}
+    counts = {"reused": 0, "copies": 0, "nodes_reused": 0, "node_copies": 0}
     original = ClusterState.snapshot
 
     def snapshot(self):
         before = {uid: job.twin for uid, job in self.jobs.items()}
+        nodes_before = {name: kept[0] for name, kept in self.node_copies.items()}
         jobs, nodes, node_list, queues = original(self)
+        for name, copy in nodes.items():
+            counts["node_copies"] += 1
+            assert copy.source is self.nodes[name] and copy is not self.nodes[name]
+            if nodes_before.get(name) is copy:
+                counts["nodes_reused"] += 1
+                assert _node_fingerprint(copy, jobs) == _node_fingerprint(self.nodes[name].clone_with(jobs), jobs), name
         # the session's order: by creation, then key
         assert list(jobs) == sorted((uid for uid, job in self.jobs.items() if job.queue in self.queues), key=lambda uid: (self.jobs[uid].creation, uid))
         for uid, twin in jobs.items():
@@ -93,6 +116,7 @@ def test_trace_replay_takes_back_only_copies_equal_to_fresh_ones(checked):
     sim.keep_cycles = False
     replay(sim, objects, Clock(period=1.0, until=None, cycles=None))
     assert checked["reused"] > checked["copies"] // 2  # most jobs wait unchanged between cycles
+    assert checked["nodes_reused"] > 0
 
 
 @pytest.mark.parametrize("name", ["2-lend-and-reclaim", "4-not-reclaimable", "6-suspend-resume", "7-closing-drains"])
@@ -210,3 +234,63 @@ def test_a_snapshot_leaves_out_the_jobs_of_a_queue_that_is_gone_and_takes_them_b
     state.upsert(queue("side").build())
     assert list(state.snapshot()[0]) == ["default/a", "default/b", "default/c", "default/d", "default/e"]
 
+
+
+def _two_nodes() -> ClusterState:
+    return ClusterState.from_objects(
+        [
+            queue("work").build(),
+            queue("side").build(),
+            node("n1", cpu=4, memory="8Gi", pods=10),
+            node("n2", cpu=4, memory="8Gi", pods=10),
+            podgroup("a").queue("work").min_member(1).phase("Running").build(),
+            pod("a-0").group("a").requests(cpu=1, memory="1Gi").on("n1").build(),
+            podgroup("b").queue("side").min_member(1).phase("Running").build(),
+            pod("b-0").group("b").requests(cpu=1, memory="1Gi").on("n2").build(),
+        ]
+    )
+
+
+def test_a_node_copy_is_taken_back_only_while_its_jobs_and_both_sides_stand():
+    """Node copies over the state's own snapshots (``cache._node_copy``): taken back when nothing moved;
+    copied anew where a job on the node was copied anew, where the copy moved a task, where
+    the node did, where a queue name went (its jobs leave the session), and where the copy
+    holds a clone of a task outside the session."""
+    state = _two_nodes()
+    first = state.snapshot()[1]
+    again = state.snapshot()[1]
+    assert again["n1"] is first["n1"] and again["n2"] is first["n2"]
+    state.upsert(pod("a-0").group("a").requests(cpu=2, memory="1Gi").on("n1").build())  # job a changed
+    moved = state.snapshot()[1]
+    assert moved["n1"] is not again["n1"] and moved["n2"] is again["n2"]
+    moved["n2"].remove_task(next(iter(moved["n2"].tasks.values())))  # the session's copy moved
+    taken = state.snapshot()[1]
+    assert taken["n2"] is not moved["n2"] and taken["n1"] is moved["n1"]
+    assert len(taken["n2"].tasks) == 1
+    state.nodes["n1"].version += 1  # the node moved, whatever moved it
+    assert state.snapshot()[1]["n1"] is not taken["n1"]
+    state.remove(queue("side").build())  # b leaves the session: n2 holds a clone of its task
+    gone = state.snapshot()[1]
+    assert gone["n2"].foreign and gone["n2"] is not taken["n2"]
+    assert state.snapshot()[1]["n2"] is not gone["n2"]  # never taken back while it holds one
+
+
+def test_node_copies_taken_back_through_cycles_are_fresh_ones(checked):
+    """Cycles on the same cluster, applied or not, every node copy taken back checked against
+    a fresh one (``checked``)."""
+    state = _waiting_cluster()
+    conf = load_config(default_config_text())
+    for n in range(4):
+        run_cycle(state, conf, 0.0, uid=f"cycle-{n}")
+    assert checked["nodes_reused"] >= 2
+
+
+def test_a_node_replaced_gets_a_copy_of_its_own():
+    """A node replaced in the cache (same name, same tasks, so the same ``version``) gets a copy
+    made of it: the last copy was made of the node it replaced."""
+    state = _two_nodes()
+    first = state.snapshot()[1]["n2"]
+    state.upsert(node("n2", cpu=16, memory="8Gi", pods=10))
+    assert state.nodes["n2"].version == first.source_version
+    copy = state.snapshot()[1]["n2"]
+    assert copy is not first and copy.source is state.nodes["n2"] and copy.allocatable.milli_cpu == 16000

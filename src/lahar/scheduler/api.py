@@ -577,6 +577,10 @@ class JobInfo:
 class NodeInfo:
     """One node's allocatable, idle, used, releasing and pipelined resources and its tasks."""
 
+    # a session copy holding a clone of a task whose job is not in its session (``clone_with``);
+    # a class default, so that a node pickled before it reads False (bench/checkpoint.py)
+    foreign: bool = False
+
     def __init__(
         self,
         name: str = "",
@@ -676,7 +680,10 @@ class NodeInfo:
         for key, task in self.tasks.items():
             owner = jobs.get(task.job)
             copy = owner.tasks.get(task.uid) if owner is not None else None
-            own[key] = copy if copy is not None else task.clone()
+            if copy is None:
+                copy = task.clone()
+                twin.foreign = True
+            own[key] = copy
         twin._accounted = dict(self._accounted)
         twin.source, twin.source_version = self, self.version
         return twin

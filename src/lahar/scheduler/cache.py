@@ -164,6 +164,12 @@ class ClusterState:
     # from one count for every state: a job's ``queue_seen`` equal to it tells the snapshot
     # that the job's queue still exists here
     queue_names: int = field(default_factory=lambda: next(_QUEUE_NAMES), repr=False, compare=False)
+    # each node's copy in the last snapshot that took it, with that copy's ``version`` then, and
+    # ``queue_names`` at that snapshot: a snapshot takes a copy back while nothing moved it
+    # (``_node_copy``). Kept here, not on the node: a node and its copy (``source``) pointing
+    # at each other would be a reference cycle left to the garbage collector
+    node_copies: dict[str, tuple[NodeInfo, int]] = field(default_factory=dict, repr=False, compare=False)
+    nodes_copied_at: int = field(default=-1, repr=False, compare=False)
 
     def __getstate__(self) -> dict[str, Any]:
         return {name: getattr(self, name) for name in _FIELDS}
@@ -225,6 +231,7 @@ class ClusterState:
                 self.queue_names = next(_QUEUE_NAMES)
         elif isinstance(obj, Node):
             self.nodes.pop(obj.name, None)
+            self.node_copies.pop(obj.name, None)
         elif isinstance(obj, PriorityClass):
             self.priority_classes.pop(obj.name, None)
 
@@ -315,7 +322,9 @@ class ClusterState:
         A job copy is the session's own until a later snapshot, which takes it back when
         neither the job here nor the copy changed a task since (no deep copy of what did not
         change; ``JobInfo.refresh`` makes it equal to a fresh clone). The job keeps its copy
-        (``JobInfo.twin``); a job replaced here is a new object, without one."""
+        (``JobInfo.twin``); a job replaced here is a new object, without one. A node's copy is
+        taken back the same way (``_node_copy``) where no job with a task on it was copied anew
+        and no queue name came or went."""
         jobs: dict[str, JobInfo] = {}
         queues = self.queues
         every = self.jobs
@@ -324,16 +333,53 @@ class ClusterState:
             keys = self.job_keys = _in_order(every)
             listed = self.job_list = [every[uid] for _, uid in keys]
         names = self.queue_names  # a job whose queue was found at this count is in one still
+        copied: set[str] = set()  # nodes with a task of a job copied anew
         for job in listed:
             if job.queue_seen == names or job.queue in queues:
                 job.queue_seen = names
-                jobs[job.uid] = _session_copy(job)
+                kept = job.twin
+                twin = jobs[job.uid] = _session_copy(job)
+                if twin is not kept:
+                    _nodes_of(job, kept, copied)
+        # the same session jobs as the last snapshot's but for those copied anew: a job comes
+        # or goes with its tasks (its nodes' versions move), or with its queue's name
+        same_jobs = names == self.nodes_copied_at
+        self.nodes_copied_at = names
         nodes: dict[str, NodeInfo] = {}
+        kept_copies = self.node_copies
         for name, node in self.nodes.items():
-            if node.ready:
-                nodes[name] = node.clone_with(jobs)  # a task on a node is its job copy's
+            if node.ready:  # a task on a node is its job copy's
+                nodes[name] = _node_copy(node, jobs, kept_copies, same_jobs and name not in copied)
         return jobs, nodes, list(nodes.values()), dict(self.queues)
 
+
+
+def _node_copy(node: NodeInfo, jobs: dict[str, JobInfo], kept: dict[str, tuple[NodeInfo, int]], may_reuse: bool) -> NodeInfo:
+    """The node's copy for a session over ``jobs``: the last snapshot's copy (in ``kept``) taken
+    back when ``may_reuse`` (every task on it is still its job copy's task: no job with a task
+    here was copied anew), it was made of this very node, neither the node nor the copy moved a
+    task since (the versions of both tell: its figures and accounting are the node's) and it
+    holds no clone of a task outside the session; else a new ``clone_with``, kept."""
+    found = kept.get(node.name)
+    if may_reuse and found is not None:
+        twin, version = found
+        if twin.source is node and twin.source_version == node.version and twin.version == version and not twin.foreign:
+            twin.index = None  # a session that was not released leaves its index set
+            return twin
+    twin = node.clone_with(jobs)
+    kept[node.name] = (twin, twin.version)
+    return twin
+
+
+def _nodes_of(job: JobInfo, kept: JobInfo | None, found: set[str]) -> None:
+    """Add to ``found`` the nodes of the job's tasks and of its last copy's (``kept``)."""
+    for task in job.tasks.values():
+        if task.node_name:
+            found.add(task.node_name)
+    if kept is not None:
+        for task in kept.tasks.values():
+            if task.node_name:
+                found.add(task.node_name)
 
 
 def _in_order(jobs: dict[str, JobInfo]) -> list[tuple[float, str]]:
