@@ -7,7 +7,7 @@ same (a backlog's look-alikes); a condition is never changed in place, so sharin
 from __future__ import annotations
 
 from lahar.scheduler.cache import ClusterState
-from lahar.scheduler.cycle import run_cycle
+from lahar.scheduler.cycle import open_session, run_cycle
 from lahar.scheduler.framework.config import default_config_text, load_config
 from tests.builders import node, pod, podgroup, queue
 
@@ -71,3 +71,18 @@ def test_waiting_jobs_with_one_message_share_one_unschedulable_condition():
     assert big_2 is big_1  # one object for the message
     assert wide["message"] == "1/3 tasks in gang unschedulable: pod group is not ready, 1 minAvailable, 3 Pending"
     assert (wide["type"], wide["transitionID"]) == ("Unschedulable", "cycle-3")
+
+
+def test_ready_jobs_without_conditions_share_one_list_and_one_with_its_own_gets_a_new_one():
+    """The ready jobs with no other condition share one list too (a new list per job and cycle
+    was most of what gang's close cost a server); a job that has one of its own gets a new list
+    with both, and the shared one is left as it was."""
+    ssn = open_session(_cluster(), CONF, 0.0, uid="cycle-3")
+    other = {"type": "Other", "status": "True", "transitionID": "cycle-3"}
+    ssn.jobs["default/c"].set_condition(other)
+    ssn.plugins["gang"].on_session_close(ssn)
+    shared = ssn.jobs["default/a"].conditions
+    assert ssn.jobs["default/b"].conditions is shared and _only(shared)["type"] == "Scheduled"
+    own = ssn.jobs["default/c"].conditions
+    assert own is not shared and [c["type"] for c in own] == ["Other", "Scheduled"] and own[1] is shared[0]
+    ssn.release()

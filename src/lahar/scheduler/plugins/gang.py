@@ -58,12 +58,18 @@ class GangPlugin(Plugin):
         # one changes a condition in place; a new one replaces it); so does each Unschedulable
         # message (a backlog's look-alikes read alike)
         scheduled = _condition(ssn, SCHEDULED, "tasks in gang are ready to be scheduled", "")
+        # and every ready job with no other condition has the same list of it: no one changes
+        # a list of conditions in place either (``JobInfo.set_condition`` makes a new one)
+        scheduled_only = [scheduled]
         unschedulable: dict[str, dict[str, str]] = {}
         for job in ssn.jobs.values():
             if not job.tasks:
                 continue
             if job.is_ready():
-                job.set_condition(scheduled)
+                if job.conditions:
+                    job.set_condition(scheduled)
+                else:  # the usual case: a session copy starts with none
+                    job.conditions = scheduled_only
                 continue
             # the message up to the fit errors reads the tasks alone: kept with the job's facts
             kept = ssn.job_facts(job).kept
