@@ -1,8 +1,9 @@
 """A snapshot takes back the last snapshot's copy of a job that changed on neither side
 (``JobInfo.twin``): every such copy must be what a fresh ``clone()`` would have given,
 field for field and in the same order, in runs that bind, pipeline, evict and discard. So
-must every node copy it takes back (``ClusterState.node_copies``) be what a fresh ``clone_with`` of the
-session's jobs would give: the same figures and accounting, each task its job copy's own."""
+must every node copy it takes back (``ClusterState.node_copies``) be what a fresh
+``clone_with`` of the session's jobs would give: the same figures and accounting, each task
+its job copy's own."""
 
 from __future__ import annotations
 
@@ -36,9 +37,13 @@ def _task_fields(task) -> tuple:
     return tuple((name, getattr(task, name)) for name in type(task).__slots__ if name not in ("_request_id", "_placement"))
 
 
+def _resources(*figures) -> list[tuple]:
+    return [(r.milli_cpu, r.memory, r.scalars, r.max_task_num) for r in figures]
+
+
 def _fingerprint(job: JobInfo) -> tuple:
     plain = sorted((k, v if isinstance(v, (str, int, float, bool, type(None), dict)) else id(v)) for k, v in job.__dict__.items() if k not in OWNED)
-    resources = [(r.milli_cpu, r.memory, r.scalars, r.max_task_num) for r in (job.allocated, job.total_request)]
+    resources = _resources(job.allocated, job.total_request)
     return (
         plain,
         [(uid, _task_fields(task)) for uid, task in job.tasks.items()],
@@ -53,10 +58,6 @@ def _fingerprint(job: JobInfo) -> tuple:
 def _shared(copy: JobInfo, job: JobInfo) -> list[str]:
     """The attributes whose value the copy shares with the cache's job (same object)."""
     return sorted(k for k, v in copy.__dict__.items() if not isinstance(v, (str, int, float, bool, type(None))) and job.__dict__.get(k) is v)
-
-
-def _resources(*figures) -> list[tuple]:
-    return [(r.milli_cpu, r.memory, r.scalars, r.max_task_num) for r in figures]
 
 
 def _node_fingerprint(node: NodeInfo, jobs: dict[str, JobInfo]) -> tuple:
@@ -235,7 +236,6 @@ def test_a_snapshot_leaves_out_the_jobs_of_a_queue_that_is_gone_and_takes_them_b
     assert list(state.snapshot()[0]) == ["default/a", "default/b", "default/c", "default/d", "default/e"]
 
 
-
 def _two_nodes() -> ClusterState:
     return ClusterState.from_objects(
         [
@@ -252,8 +252,8 @@ def _two_nodes() -> ClusterState:
 
 
 def test_a_node_copy_is_taken_back_only_while_its_jobs_and_both_sides_stand():
-    """Node copies over the state's own snapshots (``cache._node_copy``): taken back when nothing moved;
-    copied anew where a job on the node was copied anew, where the copy moved a task, where
+    """Node copies over the state's own snapshots (``cache._node_copy``): taken back when
+    nothing moved; copied anew where a job on the node was copied anew, where the copy moved a task, where
     the node did, where a queue name went (its jobs leave the session), and where the copy
     holds a clone of a task outside the session."""
     state = _two_nodes()

@@ -373,13 +373,11 @@ def _node_copy(node: NodeInfo, jobs: dict[str, JobInfo], kept: dict[str, tuple[N
 
 def _nodes_of(job: JobInfo, kept: JobInfo | None, found: set[str]) -> None:
     """Add to ``found`` the nodes of the job's tasks and of its last copy's (``kept``)."""
-    for task in job.tasks.values():
-        if task.node_name:
-            found.add(task.node_name)
-    if kept is not None:
-        for task in kept.tasks.values():
-            if task.node_name:
-                found.add(task.node_name)
+    for owner in (job, kept):
+        if owner is not None:
+            for task in owner.tasks.values():
+                if task.node_name:
+                    found.add(task.node_name)
 
 
 def _in_order(jobs: dict[str, JobInfo]) -> list[tuple[float, str]]:
