@@ -3,6 +3,7 @@
     python bench/loop.py --jobs 3000
     python bench/loop.py --jobs 3000 --profile 2>profile.txt
     python bench/loop.py --jobs 6000 --save running.pkl   # then: bench/pair.py running.pkl --variants ...
+    valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file=OUT python bench/loop.py --jobs 1500 --callgrind
 
 Builds an ``ApiService`` over a fresh SQLite file in a temporary folder and a ``ControlLoop`` on
 a virtual clock, enough nodes for every pod, then submits one-pod vcjobs through the service
@@ -28,6 +29,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from callgrind import instruments
 from lahar.scheduler.actions import ACTIONS
 from lahar.scheduler.cycle import close_session, open_session
 from lahar.scheduler.framework.config import default_config_text, load_config
@@ -49,7 +51,7 @@ def job(name: str) -> dict:
     }
 
 
-def run(jobs: int, per_tick: int, folder: Path, plain_gc: bool = False, save: str | None = None) -> dict:
+def run(jobs: int, per_tick: int, folder: Path, plain_gc: bool = False, save: str | None = None, callgrind: bool = False) -> dict:
     store = open_store(f"sqlite:///{folder / 'lahar.db'}")
     service = ApiService(store)
     for n in range(jobs // NODE_PODS + 1):
@@ -64,7 +66,11 @@ def run(jobs: int, per_tick: int, folder: Path, plain_gc: bool = False, save: st
         for k in range(start, min(start + per_tick, jobs)):
             service.create(job(f"job-{k}"))
         c1 = time.process_time()
+        if callgrind:
+            instruments("on")
         loop.tick()
+        if callgrind:
+            instruments("off")
         submit, tick = submit + c1 - c0, tick + time.process_time() - c1
     loop.tick()
     writes = store.current_version() - first
@@ -128,6 +134,7 @@ def main() -> None:
     parser.add_argument("--profile", action="store_true", help="pyinstrument profile on stderr")
     parser.add_argument("--plain-gc", action="store_true", help="Python's own garbage collection instead of the server's HeapCollector")
     parser.add_argument("--save", metavar="FILE", help="pickle the cluster (every job running) to FILE for bench/pair.py")
+    parser.add_argument("--callgrind", action="store_true", help="under valgrind --tool=callgrind --instr-atstart=no: the instruments on around the busy ticks only")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as folder:
         if args.profile:
@@ -135,7 +142,7 @@ def main() -> None:
 
             profiler = Profiler(interval=0.002)
             profiler.start()
-        result = run(args.jobs, args.per_tick, Path(folder), args.plain_gc, args.save)
+        result = run(args.jobs, args.per_tick, Path(folder), args.plain_gc, args.save, args.callgrind)
         if args.profile:
             profiler.stop()
             print(profiler.output_text(unicode=False, color=False), file=sys.stderr)
