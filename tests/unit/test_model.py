@@ -143,3 +143,36 @@ def test_default_min_available_is_every_replica():
     (job,) = load_objects("kind: Job\nmetadata: {name: j}\nspec: {tasks: [{name: t, replicas: 3}]}")
     group, pods = expand_job(job)
     assert group.spec.min_member == 3 and len(pods) == 3 and group.queue == "default"
+
+
+
+def _parts(model) -> tuple:
+    return model.__dict__, model.__pydantic_extra__, model.__pydantic_fields_set__, model.__pydantic_private__
+
+
+@pytest.mark.parametrize("update", [None, {}, {"name": "other"}, {"unknownField": "x"}, {"name": "b", "labels": {"a": "1"}, "later": [1]}])
+def test_model_copy_is_pydantics(update):
+    """``K8sModel.model_copy`` (shallow) makes what pydantic's own makes: the same fields,
+    unknown fields and fields set, the values shared, the maps its own; the original untouched."""
+    from pydantic import BaseModel
+
+    (queue,) = load_objects(QUEUE_YAML)
+    queue.metadata.__pydantic_extra__["kept"] = {"deep": True}
+    models = [queue, queue.metadata, queue.spec, queue.status]
+    for model in models:
+        before = [part.copy() if isinstance(part, (dict, set)) else part for part in _parts(model)]
+        ours, theirs = model.model_copy(update=update), BaseModel.model_copy(model, update=update)
+        assert type(ours) is type(model)
+        assert _parts(ours) == _parts(theirs)
+        assert list(_parts(model)) == before
+        for mine, original in zip(_parts(ours)[:3], _parts(model)[:3]):
+            assert original is None or mine is not original
+        assert all(ours.__dict__[name] is value for name, value in model.__dict__.items() if name not in (update or {}))
+        assert ours.dump() == theirs.dump()
+
+
+def test_deep_model_copy_is_pydantics():
+    (queue,) = load_objects(QUEUE_YAML)
+    copied = queue.model_copy(deep=True)
+    assert copied.dump() == queue.dump() and copied.spec is not queue.spec
+    assert copied.spec.__pydantic_extra__["extendClusters"] is not queue.spec.__pydantic_extra__["extendClusters"]

@@ -10,6 +10,7 @@ states) live in ``lahar.admission``, which reports every broken rule at once wit
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Annotated, Any, ClassVar
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StrictBool, StrictInt
@@ -64,6 +65,36 @@ class K8sModel(BaseModel):
         extra="allow",
         strict=False,
     )
+
+    def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Any:
+        """pydantic's ``model_copy``, the shallow kind made in one step: the fields and unknown
+        fields in maps of their own, the values shared, ``update`` set without validation (a
+        known field in the fields, any other among the unknown ones) and counted as set. The
+        control loop copies two or three objects for each write it makes; pydantic's own way
+        (``copy.copy`` of each map, then the update) cost about a tenth of a busy tick."""
+        cls = type(self)
+        if deep or self.__pydantic_private__ is not None or cls.model_config.get("extra") != "allow":
+            return super().model_copy(update=update, deep=deep)
+        values = self.__dict__.copy()
+        extra = self.__pydantic_extra__
+        extra = None if extra is None else extra.copy()
+        fields_set = self.__pydantic_fields_set__.copy()
+        if update:
+            known = cls.__pydantic_fields__
+            for name, value in update.items():
+                if name in known:
+                    values[name] = value
+                else:
+                    extra = {} if extra is None else extra
+                    extra[name] = value
+            fields_set.update(update)
+        copied = cls.__new__(cls)
+        _set = object.__setattr__
+        _set(copied, "__dict__", values)
+        _set(copied, "__pydantic_extra__", extra)
+        _set(copied, "__pydantic_fields_set__", fields_set)
+        _set(copied, "__pydantic_private__", None)
+        return copied
 
     def dump(self) -> dict[str, Any]:
         """The object as plain JSON data, with wire (camelCase) names, without nulls and empty values."""
