@@ -37,6 +37,9 @@ __all__ = [
 
 _BINARY = {"Ki": 1, "Mi": 2, "Gi": 3, "Ti": 4, "Pi": 5, "Ei": 6}
 _DECIMAL = {"n": -9, "u": -6, "m": -3, "": 0, "k": 3, "M": 6, "G": 9, "T": 12, "P": 15, "E": 18}
+# (suffix, how many units or nano-units it stands for), largest first: what ``format_quantity`` tries
+_BINARY_UNITS = [(suffix, 1024**power) for suffix, power in sorted(_BINARY.items(), key=lambda item: -item[1])]
+_NANO_UNITS = [(suffix, 10 ** (power + 9)) for suffix, power in sorted(_DECIMAL.items(), key=lambda item: -item[1])]
 _NUMBER = r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)"
 _PATTERN = re.compile(
     rf"^(?P<number>{_NUMBER})(?:(?P<exp>[eE][+-]?\d+)|(?P<suffix>Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE])?)$"
@@ -118,17 +121,15 @@ def format_quantity(value: Fraction | int | float, fmt: QuantityFormat = Quantit
     if exact == 0:
         return "0"
     if fmt is QuantityFormat.BINARY and exact.denominator == 1 and abs(exact) >= 1024:
-        for suffix, power in sorted(_BINARY.items(), key=lambda item: -item[1]):
-            unit = 1024**power
+        for suffix, unit in _BINARY_UNITS:
             if exact.numerator % unit == 0:
                 return f"{exact.numerator // unit}{suffix}"
     return _format_decimal(exact)
 
 
 def _format_decimal(exact: Fraction) -> str:
-    nanos = math.ceil(exact * 10**9)
-    for suffix, power in sorted(_DECIMAL.items(), key=lambda item: -item[1]):
-        unit = 10 ** (power + 9)
+    nanos = -(-exact.numerator * 10**9 // exact.denominator)  # rounded up, in integers: no Fraction made
+    for suffix, unit in _NANO_UNITS:
         if nanos % unit == 0:
             return f"{nanos // unit}{suffix}"
     raise AssertionError("unreachable: every integer is a multiple of one nano-unit")

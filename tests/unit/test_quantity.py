@@ -1,5 +1,6 @@
 """Kubernetes quantities: parse, canonical format, rounding, and round trips."""
 
+import math
 from fractions import Fraction
 
 import pytest
@@ -105,3 +106,33 @@ def test_round_trip(value, fmt):
 @given(st.integers(min_value=0, max_value=2**62))
 def test_binary_round_trip_integers(value):
     assert parse_quantity(format_quantity(Fraction(value), QuantityFormat.BINARY)) == value
+
+
+def _written_as_kubernetes_does(value: Fraction, fmt: QuantityFormat) -> str:
+    """The canonical form worked out the plain way: the largest ``Ki``..``Ei`` unit dividing a
+    whole value of 1024 or more (binary), else the value rounded up to a whole number of
+    nano-units and written with the largest SI suffix that keeps it whole."""
+    if value == 0:
+        return "0"
+    if fmt is QuantityFormat.BINARY and value.denominator == 1 and abs(value) >= 1024:
+        for suffix, power in (("Ei", 6), ("Pi", 5), ("Ti", 4), ("Gi", 3), ("Mi", 2), ("Ki", 1)):
+            if value.numerator % 1024**power == 0:
+                return f"{value.numerator // 1024**power}{suffix}"
+    nanos = math.ceil(value * 10**9)
+    for suffix, power in (("E", 18), ("P", 15), ("T", 12), ("G", 9), ("M", 6), ("k", 3), ("", 0), ("m", -3), ("u", -6), ("n", -9)):
+        if nanos % 10 ** (power + 9) == 0:
+            return f"{nanos // 10 ** (power + 9)}{suffix}"
+    raise AssertionError("unreachable")
+
+
+@given(
+    st.one_of(
+        st.fractions(max_denominator=10**12),
+        st.integers(min_value=-(2**70), max_value=2**70).map(Fraction),
+        st.integers(min_value=-(10**6), max_value=10**6).map(lambda n: Fraction(n * 2**30)),
+        st.integers(min_value=-(10**6), max_value=10**6).map(lambda n: Fraction(n, 1000)),
+    ),
+    st.sampled_from(list(QuantityFormat)),
+)
+def test_format_is_the_plain_canonical_form(value, fmt):
+    assert format_quantity(value, fmt) == _written_as_kubernetes_does(value, fmt)
