@@ -145,7 +145,6 @@ def test_default_min_available_is_every_replica():
     assert group.spec.min_member == 3 and len(pods) == 3 and group.queue == "default"
 
 
-
 def _parts(model) -> tuple:
     return model.__dict__, model.__pydantic_extra__, model.__pydantic_fields_set__, model.__pydantic_private__
 
