@@ -38,13 +38,25 @@ def format_time(seconds: float) -> str:
 
 
 def parse_time(text: str | None) -> float:
-    """RFC 3339 to seconds since the epoch; missing means the zero time (0.0)."""
+    """RFC 3339 to seconds since the epoch; missing means the zero time (0.0). Each text is read
+    once (``_TIMES``): the cache reads a job's creation time at every write of its podgroup and
+    its pods, and the jobs of a tick share one."""
     if not text:
         return 0.0
-    try:
-        return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
-    except ValueError:
-        return 0.0
+    known = _TIMES.get(text)
+    if known is None:
+        try:
+            known = datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
+        except ValueError:
+            known = 0.0
+        if len(_TIMES) >= _TIMES_KEPT:
+            _TIMES.clear()
+        _TIMES[text] = known
+    return known
+
+
+_TIMES: Final[dict[str, float]] = {}  # ``parse_time``'s answers, by text
+_TIMES_KEPT: Final = 4096
 
 
 def _bool_annotation(obj: ApiObject, key: str, default: bool) -> bool:
@@ -70,10 +82,12 @@ def task_status(pod: Pod) -> TaskStatus:
     return {"Succeeded": SUCCEEDED, "Failed": FAILED}.get(phase, UNKNOWN)
 
 
-def task_from_pod(pod: Pod, job_uid: str, classes: dict[str, PriorityClass]) -> TaskInfo:
-    requests = pod.requests()
-    resreq = Resource.from_list({k: v for k, v in requests.items() if k != PODS})
-    resreq.add_scalar(PODS, 1)
+def task_from_pod(pod: Pod, job_uid: str, classes: dict[str, PriorityClass], resreq: Resource | None = None) -> TaskInfo:
+    """The pod's task; ``resreq``: its request, when known (see ``_kept_request``)."""
+    if resreq is None:
+        requests = pod.requests()
+        resreq = Resource.from_list({k: v for k, v in requests.items() if k != PODS})
+        resreq.add_scalar(PODS, 1)
     klass = classes.get(pod.spec.priority_class_name or "")
     policy = pod.spec.preemption_policy or (klass.preemption_policy if klass else None) or ""
     duration = None
@@ -102,14 +116,19 @@ def task_from_pod(pod: Pod, job_uid: str, classes: dict[str, PriorityClass]) -> 
     )
 
 
-def job_from_podgroup(group: PodGroup, classes: dict[str, PriorityClass]) -> JobInfo:
+def job_from_podgroup(group: PodGroup, classes: dict[str, PriorityClass], old: JobInfo | None = None) -> JobInfo:
+    """The podgroup's job; ``old``: the job it replaces, whose minResources it takes over where
+    they are the very same (see ``_kept_min_resources``)."""
     klass = classes.get(group.spec.priority_class_name or "")
     if klass is None:
         default = [c for c in classes.values() if c.global_default]
         priority = default[0].value if default else 0
     else:
         priority = klass.value
-    min_resources = Resource.from_list(group.spec.min_resources) if group.spec.min_resources is not None else None
+    listed = group.spec.min_resources
+    min_resources = _kept_min_resources(old, listed) if old is not None else None
+    if min_resources is None and listed is not None:
+        min_resources = Resource.from_list(listed)
     return JobInfo(
         uid=group.key,
         name=group.name,
@@ -123,6 +142,29 @@ def job_from_podgroup(group: PodGroup, classes: dict[str, PriorityClass]) -> Job
         min_resources=min_resources,
         preemptable=_bool_annotation(group, PREEMPTABLE, False),
     )
+
+
+def _kept_min_resources(old: JobInfo, listed: dict | None) -> Resource | None:
+    """``old``'s minResources where its podgroup lists the very same map (a write that moved
+    only the podgroup's status shares it, and no one changes a map in place); a job's
+    minResources is never changed in place either (clones share it)."""
+    before = old.podgroup
+    if listed is None or before is None or before.spec.min_resources is not listed:
+        return None
+    return old.min_resources
+
+
+def _kept_request(old: TaskInfo | None, pod: Pod) -> Resource | None:
+    """``old``'s request where the pod's containers are the very lists it was worked out from
+    (a bind or a status write shares them: objects are never changed in place), else None. A
+    task's request is never changed in place (clones share it)."""
+    before = old.pod if old is not None else None
+    if before is None:
+        return None
+    spec, was = pod.spec, before.spec
+    if spec is not was and (spec.containers is not was.containers or spec.init_containers is not was.init_containers):
+        return None
+    return old.resreq  # type: ignore[union-attr]
 
 
 def node_from_object(node: Node) -> NodeInfo:
@@ -259,6 +301,7 @@ class ClusterState:
                     del listed[at]
 
     def _upsert_pod(self, pod: Pod) -> None:
+        old = self.tasks.get(pod.key)
         self._remove_task(pod.key)
         group = pod.group_name
         job = self.jobs.get(f"{pod.metadata.namespace}/{group}") if group else None
@@ -266,7 +309,7 @@ class ClusterState:
             self.orphans[pod.key] = pod
             return
         self.orphans.pop(pod.key, None)
-        task = task_from_pod(pod, job.uid, self.priority_classes)
+        task = task_from_pod(pod, job.uid, self.priority_classes, _kept_request(old, pod))
         job.add_task(task)
         self.tasks[task.key] = task
         node = self.nodes.get(task.node_name) if task.node_name else None
@@ -285,8 +328,8 @@ class ClusterState:
             node.remove_task(task)
 
     def _upsert_podgroup(self, group: PodGroup) -> None:
-        fresh = job_from_podgroup(group, self.priority_classes)
         old = self.jobs.get(group.key)
+        fresh = job_from_podgroup(group, self.priority_classes, old)
         if old is not None:
             for task in old.tasks.values():
                 fresh.add_task(task)
