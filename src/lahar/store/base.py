@@ -232,9 +232,11 @@ def json_bytes(obj: Any) -> bytes:
         pass
     else:
         # ``find``, not ``in``: a bytes ``in`` first tries its operand as an integer (a byte), which
-        # makes and drops a TypeError with its message every time (the four looks: 2.8 us, 1.9 with find)
+        # makes and drops a TypeError with its message every time (the four looks: 2.8 us, 1.9 with
+        # find). The line ends are not ASCII: text that is all ASCII (most) holds none, and
+        # ``isascii`` reads it several times as fast as a ``find``
         if text.find(b"null") < 0:
-            if text.find(b"\xe2\x80\xa8") >= 0 or text.find(b"\xe2\x80\xa9") >= 0 or text.find(b"\xc2\x85") >= 0:
+            if not text.isascii() and (text.find(b"\xe2\x80\xa8") >= 0 or text.find(b"\xe2\x80\xa9") >= 0 or text.find(b"\xc2\x85") >= 0):
                 text = _escape_line_ends(text)
             return text
     try:
