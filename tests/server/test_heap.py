@@ -99,3 +99,36 @@ def test_the_server_loop_runs_its_ticks_with_the_heap_collector(tmp_path):
         assert gc.get_freeze_count() > 0
     finally:
         store.close()
+
+
+def test_no_collection_runs_by_itself_during_a_tick():
+    heap = HeapCollector(full_every=10**9, clock=_Clock())
+    heap.collect()
+    before = gc.get_stats()[0]["collections"]
+    frozen = gc.get_freeze_count()
+    with heap.during_tick():
+        assert not gc.isenabled()
+        kept = [[] for _ in range(50 * gc.get_threshold()[0])]  # far past the young generation's threshold
+        cycle = _garbage_cycle()
+    after = [[] for _ in range(gc.get_threshold()[0] // 2)]  # the collector is on again: had the tick's objects been left young, these would set off a collection
+    assert gc.get_stats()[0]["collections"] == before, "the tick's objects were not walked, during it or after"
+    assert gc.isenabled() and len(kept) > 0 and len(after) > 0
+    assert gc.get_freeze_count() >= frozen + len(kept), "what the tick left is frozen"
+    assert cycle() is not None, "a cycle made in a tick waits for the next full collection, as any frozen one"
+    heap.collect()
+    assert cycle() is None
+
+
+def test_a_collector_turned_off_stays_off_after_a_tick():
+    heap = HeapCollector(full_every=10**9, clock=_Clock())
+    gc.disable()
+    with heap.during_tick():
+        assert not gc.isenabled()
+    assert not gc.isenabled()
+    gc.enable()
+    try:
+        with heap.during_tick():
+            raise RuntimeError("a failed tick")
+    except RuntimeError:
+        pass
+    assert gc.isenabled(), "the collector is on again after a tick that failed"

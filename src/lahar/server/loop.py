@@ -336,7 +336,10 @@ class ControlLoop:
         store again, as at a restart, or it would go on believing writes that never were."""
         started = time.thread_time()
         try:
-            return self._locked_tick()
+            if self.heap is None:
+                return self._locked_tick()
+            with self.heap.during_tick():  # ends freezing what is alive, after the lock (unless a caller holds it, as LeaderLoop does)
+                return self._locked_tick()
         finally:
             if self.on_tick is not None:
                 self.on_tick(time.thread_time() - started)
@@ -361,8 +364,6 @@ class ControlLoop:
             self._stale = False
         if self.report_after_commit:
             self.report()
-        if self.heap is not None:
-            self.heap.after_tick()  # after the lock (unless a caller holds it, as LeaderLoop does)
         return result
 
     def _read_store(self) -> None:
