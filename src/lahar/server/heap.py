@@ -33,6 +33,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Callable
 
+from lahar.scheduler.cycle import paused_gc
+
 __all__ = ["HeapCollector"]
 
 
@@ -50,13 +52,12 @@ class HeapCollector:
         off a collection of everything the tick left (see the module). A collector turned off
         before is left off, and nothing is frozen."""
         enabled = gc.isenabled()
-        gc.disable()
-        try:
-            yield
-        finally:
-            if enabled:
-                self._freeze_alive()
-                gc.enable()
+        with paused_gc():
+            try:
+                yield
+            finally:
+                if enabled:
+                    self._freeze_alive()
 
     def after_tick(self) -> None:
         """Freeze what is alive now; first collect everything when it is due (see the module)."""
