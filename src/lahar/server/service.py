@@ -333,7 +333,7 @@ def _keep_status(new: ApiObject, old: ApiObject) -> None:
     """Status is the controllers' to write, except a Node's: its capacity is what the admin registers."""
     if old.kind == "Node":
         return
-    if hasattr(old, "status") and hasattr(new, "status"):
+    if "status" in type(old).model_fields and "status" in type(new).model_fields:  # a declared status (an unknown one is kept as given)
         new.status = old.status.model_copy(deep=True)  # type: ignore[attr-defined]
 
 
