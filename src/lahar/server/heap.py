@@ -7,21 +7,20 @@ looking for reference cycles. Measured (``bench/loop.py --jobs 10000``): 29 such
 collections took 7.9 of the run's 45 CPU seconds, and found nothing to free; the rest of the
 collector's work found a few hundred objects in all.
 
-``HeapCollector.after_tick`` moves everything alive after a tick out of the collector's sight
-(``gc.freeze``), so the collections between ticks only look at what is new. Cycles that were
-already garbage when frozen are freed at the next full collection, which it runs when the
+``HeapCollector.during_tick`` ends each tick moving everything alive out of the collector's
+sight (``gc.freeze``), so the collections between ticks only look at what is new. Cycles that
+were already garbage when frozen are freed at the next full collection, which it runs when the
 memory Python holds has doubled since the last one (``sys.getallocatedblocks``: a look at
 its arenas, not at each object, as ``gc.get_freeze_count`` would be), or when ``full_every``
 seconds have passed: each object is walked a bounded number of times however large the
 cluster grows, and garbage waits at most ``full_every`` seconds.
 
-``HeapCollector.during_tick`` keeps the collector from running by itself while a tick runs, as
-a scheduling cycle already does (``lahar.scheduler.cycle.paused_gc``). A busy tick makes
-thousands of objects (each write's copies, dumps and rows) and the collector walked the young
-ones every 700 made, then again with the older ones every tenth time: 6.3% of a busy tick's
-instructions (``bench/loop.py --callgrind``), for garbage that reference counting frees anyway.
-What a tick leaves is frozen after it, as before; a reference cycle it made waits for the next
-full collection like any other frozen one.
+It also keeps the collector from running by itself while the tick runs, as a scheduling cycle
+already does (``lahar.scheduler.cycle.paused_gc``). A busy tick makes thousands of objects
+(each write's copies, dumps and rows) and the collector walked the young ones every 700 made,
+then again with the older ones every tenth time: 6.3% of a busy tick's instructions
+(``bench/loop.py --callgrind``), for garbage that reference counting frees anyway. A reference
+cycle a tick made waits for the next full collection like any other frozen one.
 """
 
 from __future__ import annotations
@@ -47,28 +46,20 @@ class HeapCollector:
 
     @contextmanager
     def during_tick(self) -> Iterator[None]:
-        """The tick in the ``with`` runs with no collection by itself, and ends as ``after_tick``
-        does, before the collector is on again: else the first object made after would set
-        off a collection of everything the tick left (see the module). A collector turned off
-        before is left off, and nothing is frozen."""
+        """The tick in the ``with`` runs with no collection by itself; then what is alive is
+        frozen, first collecting everything when that is due (see the module), all before the
+        collector is on again: else the first object made after would set off a collection of
+        everything the tick left. A collector turned off before is not ours to run: it is left
+        off, and nothing is frozen or collected."""
         enabled = gc.isenabled()
         with paused_gc():
             try:
                 yield
             finally:
                 if enabled:
-                    self._freeze_alive()
-
-    def after_tick(self) -> None:
-        """Freeze what is alive now; first collect everything when it is due (see the module)."""
-        if not gc.isenabled():  # the collector was turned off: not ours to run
-            return
-        self._freeze_alive()
-
-    def _freeze_alive(self) -> None:
-        if self._full_due():
-            self.collect()
-        gc.freeze()
+                    if self._full_due():
+                        self.collect()
+                    gc.freeze()
 
     def collect(self) -> None:
         """A full collection over every object, frozen or not; what survives is frozen again."""
