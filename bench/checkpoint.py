@@ -40,7 +40,8 @@ to 16). ``--warm N`` runs N cycles before the clock starts (they count in the di
 200 --warm 5`` prints the digest of ``--cycles 205``), so that the figure is of cycles as the
 replay runs them. Under callgrind, ``--instr-atstart=no`` with ``--callgrind`` turns the
 instruments on after the warm cycles (``callgrind_control -i on``), which leaves them out of
-the profile too.
+the profile too, and off after the measured ones (the interpreter's teardown of the loaded
+replay at exit would otherwise count: most of a 25-cycle profile of the deep backlog).
 
 To compare two versions, run ``run`` alternately with each (``PYTHONPATH=OTHER/src``) on the same
 file. The file holds the simulation's objects as pickled by the code that saved it: save with the
@@ -118,6 +119,8 @@ def run(path: str, cycles: int, count_reasons: bool = False, warm: int = 0, call
     with paused_gc():
         run_replay(sim, position, cycles=cycles)
     cpu = time.process_time() - started
+    if callgrind:  # off again: the teardown of the loaded replay at exit is not the cycles' work
+        instruments("off")
     done = sim.cycle_count - first
     print(json.dumps({"bench": "checkpoint", "from_cycle": first, "warm_cycles": warm, "cycles": done, "cpu_seconds": round(cpu, 2), "ms_per_cycle": round(1000 * cpu / max(done, 1), 2), "digest": digest.hexdigest()[:16] if digesting else None, **({"reason_changes": moved[0]} if count_reasons else {})}))
 
