@@ -18,9 +18,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -32,6 +30,7 @@ from lahar.store import open_store
 
 sys.path.insert(0, str(Path(__file__).parent))
 from api import API as JOBS, job  # noqa: E402  (the same vcjob as the end-to-end benchmark sends)
+from callgrind import instruments  # noqa: E402
 
 
 async def post(app, body: bytes) -> None:
@@ -71,10 +70,6 @@ def direct(service, prefix: str, count: int) -> float:
     return 1000 * (time.process_time() - started) / count
 
 
-def callgrind(toggle: str) -> None:
-    subprocess.run(["callgrind_control", "-i", toggle, str(os.getpid())], capture_output=True, check=False)
-
-
 async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--requests", type=int, default=2000, help="creates per round, each way")
@@ -88,10 +83,10 @@ async def main() -> None:
         await through_app(server.app, "warm", 200)
         if args.callgrind_requests:
             bodies = [json.dumps(job(f"counted-{i}")).encode() for i in range(args.callgrind_requests)]
-            callgrind("on")
+            instruments("on")
             for body in bodies:
                 await post(server.app, body)
-            callgrind("off")
+            instruments("off")
             print(json.dumps({"bench": "request", "counted_requests": args.callgrind_requests}))
             store.close()
             return
