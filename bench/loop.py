@@ -9,9 +9,9 @@ Builds an ``ApiService`` over a fresh SQLite file in a temporary folder and a ``
 a virtual clock, enough nodes for every pod, then submits one-pod vcjobs through the service
 (admission, store, audit: what a request does after HTTP) in rounds of ``--per-tick`` with one
 tick of the loop after each round, until every pod is bound. Prints one JSON line: CPU
-milliseconds per job spent in submits and in ticks (and how much of the ticks' the scheduling
-cycles took: the part that grows with the jobs already running, as each tick's cycle looks at
-all of them), store writes per job, how many pods were
+milliseconds per job spent in submits and in ticks (and how much of the ticks' CPU the
+scheduling cycles took: the part that grows with the jobs already running, as each tick's
+cycle looks at all of them), store writes per job, how many pods were
 bound, and the CPU of a tick with nothing new once all are running (median of 5): as the
 server runs it (``quiet_tick_cpu_ms``: the cycle is not run again when nothing changed since one
 that decided nothing) and running its cycle (``idle_tick_cpu_ms``: the part of every busy tick
