@@ -218,11 +218,29 @@ def test_the_server_counts_its_write_groups_in_its_metrics(sqlite_server):
     assert "lahar_write_groups_total 3.0" in text and "lahar_grouped_writes_total 3.0" in text
 
 
+def test_each_group_reports_how_long_it_held_the_lock(service):
+    """``on_held``: the seconds from taking the service's lock to letting it go, once per group
+    run (the commit and its disk sync included)."""
+    held: list[float] = []
+    writer = WriteGroups(service, on_held=held.append)
+
+    def slow() -> int:
+        time.sleep(0.05)
+        return 1
+
+    started = time.perf_counter()
+    assert writer.submit(slow).result(timeout=10) == 1
+    elapsed = time.perf_counter() - started
+    assert len(held) == 1 and 0.05 <= held[0] <= elapsed
+    assert writer.submit(_create(service, queue("q-a").manifest())).result(timeout=10)["metadata"]["name"] == "q-a"
+    assert len(held) == 2 and held[1] > 0
+
+
 def test_a_counter_that_fails_leaves_no_write_unanswered(service):
     def broken(writes: int) -> None:
         raise RuntimeError("metrics went away")
 
-    writer = WriteGroups(service, on_group=broken)
+    writer = WriteGroups(service, on_group=broken, on_held=broken)
     assert writer.submit(_create(service, queue("q-a").manifest())).result(timeout=10)["metadata"]["name"] == "q-a"
     assert writer.submit(lambda: 42).result(timeout=10) == 42 and writer.groups == 2
 

@@ -78,9 +78,11 @@ def create_app(
     metrics: Callable[[], str] | None = None,
     tokens: Any = None,
     on_write_group: Callable[[int], None] | None = None,
+    on_write_held: Callable[[float], None] | None = None,
 ) -> FastAPI:
     """The application; with ``tokens`` (a ``TokenStore``) every request needs a bearer token.
-    ``on_write_group(writes)`` is told of each group of write requests run together."""
+    ``on_write_group(writes)`` is told of each group of write requests run together, and
+    ``on_write_held(seconds)`` of how long the group held the service's lock."""
     app = FastAPI(title="Lahar", version=__version__, description="Queue-based batch scheduling for shared clusters.")
     app.state.service, app.state.loop = service, loop
     if tokens is not None:
@@ -106,7 +108,7 @@ def create_app(
         problems = "; ".join(f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors())
         return JSONResponse(BadRequest(f"bad request: {problems}").to_status(), status_code=400)
 
-    writer = WriteGroups(service, on_group=on_write_group)
+    writer = WriteGroups(service, on_group=on_write_group, on_held=on_write_held)
     for resource in RESOURCES:
         _add_resource_routes(app, service, resource, writer)
     _add_lahar_routes(app, service, loop, metrics)

@@ -36,6 +36,8 @@ import json
 import logging
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any, Callable
 
 from lahar.controller.queue import QueueEvent, apply_action
@@ -299,12 +301,18 @@ class ControlLoop:
         heap: HeapCollector | None = None,
         on_quiet: Callable[[], object] | None = None,
         on_tick: Callable[[float], object] | None = None,
+        on_locked: Callable[[float], object] | None = None,
     ) -> None:
         self.service, self.conf, self.period, self.clock = service, conf, period, clock
         self.heap = heap  # None: the garbage collector as Python runs it (see server.heap)
         self.on_cycle = on_cycle  # after each cycle run, once its tick's writes are committed
         self.on_quiet = on_quiet  # after each quiet tick (no cycle run), the same
         self.on_tick = on_tick  # after each tick: the CPU seconds its thread spent on it
+        # after each of the tick's transactions, committed or not: the wall seconds it held the
+        # service's lock (writes wait meanwhile). A caller that holds the lock around whole
+        # ticks (LeaderLoop) sets ``report_locked`` False and reports its own hold instead.
+        self.on_locked = on_locked
+        self.report_locked = True
         self.runtime = runtime  # None: the simulated runtime; else e.g. server.runtime.LocalRuntime
         # The last tick's report (on_cycle or on_quiet), made once its transaction commits: a
         # metric must not count binds that a failing commit undoes, nor show them before a reader
@@ -348,7 +356,7 @@ class ControlLoop:
         """The tick in three steps: the controllers (one transaction), the cycle (no lock: requests
         go on meanwhile), then the cycle's writes (another transaction, after taking in what
         requests wrote during the cycle)."""
-        with self.service.lock:
+        with self._holding_lock():
             if self._stale:
                 self._read_store()
             self._stale = True  # until the transaction is committed
@@ -357,7 +365,7 @@ class ControlLoop:
                 now, quiet = self._before_cycle()
             self._stale = False
         cycle = None if quiet else self._run_cycle(now)
-        with self.service.lock:
+        with self._holding_lock():
             self._stale = True
             with self.service.store.batch():
                 result = self._after_cycle(now, cycle)
@@ -365,6 +373,17 @@ class ControlLoop:
         if self.report_after_commit:
             self.report()
         return result
+
+    @contextmanager
+    def _holding_lock(self) -> Iterator[None]:
+        """The service's lock, held for the ``with``; then ``on_locked`` is told for how long."""
+        with self.service.lock:
+            taken = time.perf_counter()
+            try:
+                yield
+            finally:
+                if self.on_locked is not None and self.report_locked:
+                    self.on_locked(time.perf_counter() - taken)
 
     def _read_store(self) -> None:
         """The world and the usage history as the store holds them (at start, and after a tick

@@ -50,13 +50,13 @@ def build_server(
 
     def make_loop() -> ControlLoop:
         tasks = LocalRuntime((home or lahar_home()) / "logs") if runtime == "local" else None
-        return ControlLoop(service, conf, period, on_cycle=metrics.observe_cycle, on_quiet=metrics.quiet_ticks.inc, on_tick=metrics.loop_cpu.inc, runtime=tasks, heap=HeapCollector())
+        return ControlLoop(service, conf, period, on_cycle=metrics.observe_cycle, on_quiet=metrics.quiet_ticks.inc, on_tick=metrics.loop_cpu.inc, runtime=tasks, heap=HeapCollector(), on_locked=metrics.loop_held)
 
     leadership = leadership_for(store)
     loop: Any = make_loop() if leadership is None else LeaderLoop(make_loop, leadership)
     tokens = TokenStore(store) if auth else None
     written = bootstrap_admin_token(tokens, home or lahar_home()) if tokens is not None else None
-    app = create_app(service, loop, metrics.text, tokens, metrics.observe_write_group)
+    app = create_app(service, loop, metrics.text, tokens, metrics.observe_write_group, metrics.requests_held)
     install_routes(app, loop)
     return Server(store, service, loop, metrics, app, tokens, written)
 

@@ -54,6 +54,15 @@ class QueueMetrics:
             registry=reg,
         )
 
+        self.write_lock = Counter(
+            "lahar_write_lock_seconds",
+            "Seconds the server's write lock was held, by the control loop's transactions (control_loop) and by the groups of write requests (requests): writes run one at a time, so when these add up to most of the wall clock the writes bound the server's rate",
+            ["holder"],
+            registry=reg,
+        )
+        self.loop_held = self.write_lock.labels("control_loop").inc
+        self.requests_held = self.write_lock.labels("requests").inc
+
     def observe_write_group(self, writes: int) -> None:
         self.write_groups.inc()
         self.grouped_writes.inc(writes)

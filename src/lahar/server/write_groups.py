@@ -32,6 +32,7 @@ import functools
 import logging
 import queue
 import threading
+import time
 import weakref
 from concurrent.futures import Future
 from typing import TYPE_CHECKING, Any, Callable, TypeVar
@@ -52,13 +53,17 @@ class WriteGroups:
     per application, so the writes to one server never wait for another's lock.
 
     ``groups`` and ``writes`` count the groups run and the writes in them (their ratio is the
-    mean group size); ``on_group(writes)``, if given, is told of each group as it ends."""
+    mean group size); ``on_group(writes)``, if given, is told of each group as it ends, and
+    ``on_held(seconds)`` of how long it held the service's lock (the commit included)."""
 
-    def __init__(self, service: ApiService, limit: int = GROUP_LIMIT, on_group: Callable[[int], None] | None = None) -> None:
+    def __init__(
+        self, service: ApiService, limit: int = GROUP_LIMIT, on_group: Callable[[int], None] | None = None, on_held: Callable[[float], None] | None = None
+    ) -> None:
         if limit < 1:
             raise ValueError(f"limit: must be at least 1, not {limit}")
         self.groups = self.writes = 0
         self.on_group = on_group
+        self.on_held = on_held
         self._waiting: queue.SimpleQueue = queue.SimpleQueue()
         self.thread = threading.Thread(target=_serve, args=(weakref.ref(self), self._waiting, service, limit), name="lahar-request", daemon=True)
         self.thread.start()
@@ -81,6 +86,7 @@ def _serve(owner: weakref.ref, waiting: queue.SimpleQueue, service: ApiService, 
         if first is _STOP:
             return
         with service.lock:  # the control loop's tick may hold it: writes queue up meanwhile
+            taken = time.perf_counter()
             group = [item for item in _take(first, waiting, limit if grouped else 1) if item[0].set_running_or_notify_cancel()]
             if not group:
                 continue
@@ -89,7 +95,8 @@ def _serve(owner: weakref.ref, waiting: queue.SimpleQueue, service: ApiService, 
             except BaseException as exc:  # noqa: BLE001 - the store cannot be used now: answer and go on
                 service.forget_view()
                 answers = [(done, None, exc) for done, _ in group]
-        _count(owner, len(answers))
+            held = time.perf_counter() - taken
+        _count(owner, len(answers), held)
         for done, value, error in answers:
             if error is None:
                 done.set_result(value)
@@ -112,17 +119,18 @@ def _take(first: tuple, waiting: queue.SimpleQueue, limit: int) -> list[tuple]:
     return group
 
 
-def _count(owner: weakref.ref, writes: int) -> None:
-    """One more group of ``writes`` on the writer's counters (no reference to it is kept: the
-    thread ends once the writer is gone)."""
+def _count(owner: weakref.ref, writes: int, held: float) -> None:
+    """One more group of ``writes``, which held the lock ``held`` seconds, on the writer's
+    counters (no reference to it is kept: the thread ends once the writer is gone)."""
     counters = owner()
     if counters is not None:
         counters.groups, counters.writes = counters.groups + 1, counters.writes + writes
-        if counters.on_group is not None:
-            try:
-                counters.on_group(writes)
-            except Exception:  # noqa: BLE001 - a counter that fails must not leave writes unanswered
-                log.exception("write groups: on_group failed")
+        for report, value in ((counters.on_group, writes), (counters.on_held, held)):
+            if report is not None:
+                try:
+                    report(value)
+                except Exception:  # noqa: BLE001 - a counter that fails must not leave writes unanswered
+                    log.exception("write groups: a counter failed")
 
 
 Answer = tuple[Future, Any, "BaseException | None"]
