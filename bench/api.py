@@ -13,7 +13,10 @@ runs from the first submit until the server's ``lahar_binds_total`` reaches ``--
 list afterwards confirms how many pods carry a node. Prints one JSON line: pods bound per second
 end to end, p50/p99 submit latency, submit and total seconds, and the server process's CPU seconds
 (per job too: the figure to compare on a busy machine, where wall time depends on the neighbours),
-and how much of it per job the control loop's ticks took (the rest served the requests); the
+and how much of it per job the control loop's ticks took (the rest served the requests); how
+long per job the control loop's transactions and the write requests' groups held the server's
+write lock, and what share of the wall clock the two together held it (writes run one at a
+time: near 1, the writes bound the rate, not the CPU); the
 CPU the clients themselves spent per job (on a small machine they share its cores with the server);
 the write requests per commit (requests that queue up behind one another commit together);
 and, once every pod is bound, how long a list of all the pods takes to answer (median of 3, the
@@ -48,6 +51,9 @@ NODES = "/api/v1/nodes"
 NODE_PODS = 110
 LOOP_CPU = "lahar_control_loop_cpu_seconds_total"  # the control loop's ticks; the rest serves requests
 GROUPS, GROUPED = "lahar_write_groups_total", "lahar_grouped_writes_total"  # write requests committed together
+# how long the control loop's transactions and the write requests' groups held the write lock
+LOOP_HELD = 'lahar_write_lock_seconds_total{holder="control_loop"}'
+REQUESTS_HELD = 'lahar_write_lock_seconds_total{holder="requests"}'
 
 
 def free_port() -> int:
@@ -199,6 +205,7 @@ def main() -> None:
             with httpx.Client(base_url=url, timeout=60, headers=headers) as c:
                 loop_before = metric(c, LOOP_CPU)
                 groups_before, grouped_before = metric(c, GROUPS), metric(c, GROUPED)
+                held_before = metric(c, LOOP_HELD), metric(c, REQUESTS_HELD)
             start, client_cpu = time.perf_counter(), time.process_time()
             for thread in threads:
                 thread.start()
@@ -216,6 +223,7 @@ def main() -> None:
                 cpu_after = cpu_seconds(server.pid)
                 loop_cpu = metric(c, LOOP_CPU) - loop_before
                 groups, grouped = metric(c, GROUPS) - groups_before, metric(c, GROUPED) - grouped_before
+                loop_held, requests_held = metric(c, LOOP_HELD) - held_before[0], metric(c, REQUESTS_HELD) - held_before[1]
                 listed = []
                 for _ in range(3):  # the list of every pod, as a person or a dashboard asks for it
                     t = time.perf_counter()
@@ -246,6 +254,9 @@ def main() -> None:
                         "loop_cpu_ms_per_job": round(1000 * loop_cpu / args.jobs, 2),
                         "client_cpu_ms_per_job": round(1000 * client_cpu / args.jobs, 2),
                         "writes_per_commit": round(grouped / groups, 2) if groups else None,
+                        "loop_locked_ms_per_job": round(1000 * loop_held / args.jobs, 2),
+                        "requests_locked_ms_per_job": round(1000 * requests_held / args.jobs, 2),
+                        "locked_share": round((loop_held + requests_held) / total, 3),
                         "list_pods_ms": round(1000 * statistics.median(listed), 1),
                     }
                 )
