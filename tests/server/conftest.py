@@ -55,3 +55,27 @@ def sqlite_server(tmp_path):
     yield built
     built.loop.stop()
     built.store.close()
+
+
+class LoneLeadership:
+    """Leadership as a lone leader sees it: held, and still held when the tick checks (the
+    PostgreSQL lock itself is tested in test_multi_server)."""
+
+    term = 1
+
+    def is_leader(self) -> bool:
+        return True
+
+    def confirm(self) -> bool:
+        return True
+
+
+@pytest.fixture
+def lone_leader(sqlite_server):
+    """A ``LeaderLoop`` around ``sqlite_server``'s own loop, as if it was built in this term."""
+    from lahar.server.leader import LeaderLoop
+
+    inner = sqlite_server.loop
+    leader = LeaderLoop(lambda: inner, LoneLeadership())
+    leader._term = LoneLeadership.term
+    return leader

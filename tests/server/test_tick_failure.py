@@ -182,28 +182,14 @@ def test_a_failed_tick_reports_nothing(server, monkeypatch):
     assert c.get(f"{PODS}/a-main-0").json()["spec"]["nodeName"] == "n1"
 
 
-def test_a_leaders_tick_reports_once_its_fenced_transaction_commits(server):
+def test_a_leaders_tick_reports_once_its_fenced_transaction_commits(server, lone_leader):
     """Under ``LeaderLoop`` the tick's batch is a savepoint inside the fenced transaction: the
     report waits for that outer commit."""
-    from lahar.server.leader import LeaderLoop
-
-    class Leading:  # leadership as a lone leader sees it (the PostgreSQL lock is tested elsewhere)
-        term = 1
-
-        def is_leader(self) -> bool:
-            return True
-
-        def confirm(self) -> bool:
-            return True
-
     c = server.client
     c.post(NODES, json=node("n1", cpu="4"))
     c.post(JOBS, json=job("a"))
-    inner = server.loop
-    leader = LeaderLoop(lambda: inner, Leading())
-    leader._term = 1  # the loop above was built in this term
     seen: list = []
-    inner.on_cycle = _bind_watcher(server, seen)
-    leader.tick()
+    server.loop.on_cycle = _bind_watcher(server, seen)
+    lone_leader.tick()
     assert seen == ["n1"]
     assert _binds_total(server) == 1

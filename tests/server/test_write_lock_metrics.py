@@ -85,29 +85,15 @@ def test_a_failed_tick_still_counts_the_time_it_held_the_lock(server, monkeypatc
     assert _held(server, "control_loop") >= 0.1
 
 
-def test_a_leaders_whole_fenced_tick_counts_once(server, monkeypatch):
+def test_a_leaders_whole_fenced_tick_counts_once(server, lone_leader, monkeypatch):
     """Under ``LeaderLoop`` the whole tick, its cycle included, is one fenced transaction under
     the lock: all of it is counted, and the inner loop's own two parts are not counted again."""
-    from lahar.server.leader import LeaderLoop
-
-    class Leading:  # leadership as a lone leader sees it (the PostgreSQL lock is tested elsewhere)
-        term = 1
-
-        def is_leader(self) -> bool:
-            return True
-
-        def confirm(self) -> bool:
-            return True
-
     c = server.client
     c.post(NODES, json=node("n1", cpu="4"))
     c.post(JOBS, json=job("a"))
-    inner = server.loop
-    leader = LeaderLoop(lambda: inner, Leading())
-    leader._term = 1  # the loop above was built in this term
     _slow_cycle(monkeypatch, 0.3)
     started = time.perf_counter()
-    leader.tick()
+    lone_leader.tick()
     elapsed = time.perf_counter() - started
     held = _held(server, "control_loop")
     assert 0.3 <= held <= elapsed
