@@ -161,30 +161,18 @@ class LeaderLoop:
         if term != self._term:
             self._inner = self._make()  # everything from the store, as at a restart
             self._term = term
-        inner = self._inner
+        service = self._inner.service
         try:
-            with inner.service.lock:
-                taken = time.perf_counter()
-                try:
-                    result = self._fenced_tick(inner)
-                finally:
-                    if inner.on_locked is not None:
-                        inner.on_locked(time.perf_counter() - taken)  # the whole tick held it
+            with self._inner.holding_lock(), service.store.batch():
+                if not self.leadership.confirm():
+                    self.skipped += 1
+                    return None
+                result = self._inner.tick()
         except BaseException:
-            inner.reread_store()  # the fenced transaction was undone, the inner tick's part with it
+            self._inner.reread_store()  # the fenced transaction was undone, the inner tick's part with it
             raise
-        if result is not None:
-            inner.report()  # its metrics, now that the fenced transaction committed
+        self._inner.report()  # its metrics, now that the fenced transaction committed
         return result
-
-    def _fenced_tick(self, inner: Any) -> Any:
-        """The inner loop's tick inside one store transaction that first checks leadership (the
-        caller holds the service's lock); None when the check finds it lost."""
-        with inner.service.store.batch():
-            if not self.leadership.confirm():
-                self.skipped += 1
-                return None
-            return inner.tick()
 
     @staticmethod
     def _deferring(make_loop: Callable[[], Any]) -> Callable[[], Any]:
@@ -193,7 +181,6 @@ class LeaderLoop:
         def make() -> Any:
             loop = make_loop()
             loop.report_after_commit = False
-            loop.report_locked = False  # the fenced transaction holds the lock the whole tick
             return loop
 
         return make

@@ -309,10 +309,9 @@ class ControlLoop:
         self.on_quiet = on_quiet  # after each quiet tick (no cycle run), the same
         self.on_tick = on_tick  # after each tick: the CPU seconds its thread spent on it
         # after each of the tick's transactions, committed or not: the wall seconds it held the
-        # service's lock (writes wait meanwhile). A caller that holds the lock around whole
-        # ticks (LeaderLoop) sets ``report_locked`` False and reports its own hold instead.
+        # service's lock (writes wait meanwhile); see ``holding_lock``
         self.on_locked = on_locked
-        self.report_locked = True
+        self._holds = 0  # ``holding_lock`` blocks open (nested: a caller's around the tick's own)
         self.runtime = runtime  # None: the simulated runtime; else e.g. server.runtime.LocalRuntime
         # The last tick's report (on_cycle or on_quiet), made once its transaction commits: a
         # metric must not count binds that a failing commit undoes, nor show them before a reader
@@ -356,7 +355,7 @@ class ControlLoop:
         """The tick in three steps: the controllers (one transaction), the cycle (no lock: requests
         go on meanwhile), then the cycle's writes (another transaction, after taking in what
         requests wrote during the cycle)."""
-        with self._holding_lock():
+        with self.holding_lock():
             if self._stale:
                 self._read_store()
             self._stale = True  # until the transaction is committed
@@ -365,7 +364,7 @@ class ControlLoop:
                 now, quiet = self._before_cycle()
             self._stale = False
         cycle = None if quiet else self._run_cycle(now)
-        with self._holding_lock():
+        with self.holding_lock():
             self._stale = True
             with self.service.store.batch():
                 result = self._after_cycle(now, cycle)
@@ -375,14 +374,18 @@ class ControlLoop:
         return result
 
     @contextmanager
-    def _holding_lock(self) -> Iterator[None]:
-        """The service's lock, held for the ``with``; then ``on_locked`` is told for how long."""
+    def holding_lock(self) -> Iterator[None]:
+        """The service's lock, held for the ``with``; then ``on_locked`` is told for how long, by
+        the outermost block only: a caller that holds it around whole ticks (LeaderLoop's fenced
+        transaction) counts each tick once, its cycle included."""
         with self.service.lock:
+            self._holds += 1
             taken = time.perf_counter()
             try:
                 yield
             finally:
-                if self.on_locked is not None and self.report_locked:
+                self._holds -= 1
+                if self._holds == 0 and self.on_locked is not None:
                     self.on_locked(time.perf_counter() - taken)
 
     def _read_store(self) -> None:
