@@ -124,6 +124,26 @@ def test_for_rejects_what_is_neither_a_queue_nor_a_job(server):
     assert parse_for("q/a") == ("Queue", "a")
 
 
+def test_retention_drops_the_oldest_in_one_go_each_a_deletion_of_its_own(tmp_path):
+    """On SQLite: the oldest events go first, each with its own DELETED change (a watcher of
+    events sees every one leave), and one deleted by another writer meanwhile is not counted."""
+    store = open_store(f"sqlite:///{tmp_path / 'lahar.db'}")
+    now = [1000.0]
+    log = EventLog(store, lambda: now[0], max_events=400, prune_every=0.0)
+    with store.batch():
+        names = [log.emit("Queue", "q", "R", f"m{i}", queue="q", now=1000.0 + i)["metadata"]["name"] for i in range(1000)]
+    store.delete("LaharEvent", names[3])
+    start = store.current_version()
+    with store.batch():
+        assert log.prune(now[0]) == 599
+    left = sorted(store.list("LaharEvent")[0], key=lambda e: e["timestamp"])
+    assert [e["message"] for e in left] == [f"m{i}" for i in range(600, 1000)]
+    gone = store.watch(start)
+    assert [(e.type, e.key) for e in gone] == [("DELETED", name) for name in names[:600] if name != names[3]]
+    assert [e.resource_version for e in gone] == list(range(start + 1, start + 600))
+    store.close()
+
+
 def test_retention_keeps_the_newest_events_and_drops_old_ones():
     store = open_store("memory://")
     now = [1000.0]

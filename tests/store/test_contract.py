@@ -319,6 +319,85 @@ def test_delete(store):
     assert store.delete("Queue", "b")["metadata"]["name"] == "b"  # no version: unconditional
 
 
+def test_delete_many_deletes_in_the_order_given_each_a_change_of_its_own(store):
+    """``delete_many``: what ``delete`` without a version does for each key, in the order given,
+    in one transaction; a key with no object, or given twice, is passed over. Each deletion
+    takes its own version and its own DELETED change carrying the last state."""
+    for name in ("a", "b", "c", "d"):
+        store.create(queue(name))
+    store.update(queue("c", weight=3))
+    start = store.current_version()
+    assert store.delete_many("Queue", ["c", "missing", "a", "c"]) == ["c", "a"]
+    assert names(store.list("Queue")[0]) == ["b", "d"]
+    events = store.watch(start)
+    assert [(e.resource_version, e.type, e.kind, e.key) for e in events] == [
+        (start + 1, "DELETED", "Queue", "c"),
+        (start + 2, "DELETED", "Queue", "a"),
+    ]
+    assert [rv(e.object) for e in events] == [start + 1, start + 2]
+    assert events[0].object["spec"]["weight"] == 3 and events[0].object["metadata"]["name"] == "c"
+    assert store.current_version() == start + 2
+    assert store.delete_many("Queue", []) == [] and store.delete_many("Queue", ["gone"]) == []
+    assert store.current_version() == start + 2  # nothing deleted: no version taken
+    assert rv(store.create(queue("e"))) == start + 3
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_delete_many_of_many_keys_matches_deletes_one_by_one(backend, request, tmp_path):
+    """More keys than one statement takes (the SQL store reads them in chunks): the same
+    objects left and the same history, bodies included, as ``delete`` key by key."""
+    stores = [make(backend, place(request, backend, tmp_path)), make("memory", tmp_path)]
+    keys = [f"default/p{i:04}" for i in range(0, 1300, 2)] + ["default/nope", "default/p0001"]
+    for s in stores:
+        with s.batch():
+            for i in range(1300):
+                s.create(pod(f"p{i:04}", ns="default"))
+    start = stores[0].current_version()
+    assert stores[0].delete_many("Pod", keys) == [k for k in keys if k != "default/nope"]
+    with stores[1].batch():
+        for key in keys:
+            try:
+                stores[1].delete("Pod", key)
+            except NotFound:
+                pass
+    history = [
+        [(e.resource_version, e.type, e.key, e.object["metadata"]["name"], rv(e.object)) for e in s.watch(start)]
+        for s in stores
+    ]
+    assert history[0] == history[1] and len(history[0]) == 651
+    assert names(stores[0].list("Pod")[0]) == names(stores[1].list("Pod")[0])
+    for s in stores:
+        s.close()
+
+
+def test_delete_many_is_undone_with_its_batch(store):
+    store.create(queue("a"))
+    store.create(queue("b"))
+    version = store.current_version()
+    with pytest.raises(RuntimeError), store.batch():
+        assert store.delete_many("Queue", ["a", "b"]) == ["a", "b"]
+        assert names(store.list("Queue")[0]) == []  # the batch reads its own deletes
+        raise RuntimeError("the tick failed")
+    assert names(store.list("Queue")[0]) == ["a", "b"]
+    assert store.watch(version) == [] and store.current_version() == version
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_delete_many_compacts_the_history_as_single_writes_do(backend, request, tmp_path):
+    store = make(backend, place(request, backend, tmp_path), retention=10)
+    for i in range(5):
+        store.create(pod(f"p{i}"))
+    store.delete_many("Pod", [f"default/p{i}" for i in range(5)] * 2)
+    for i in range(5, 10):
+        store.create(pod(f"p{i}"))
+    store.delete_many("Pod", [f"default/p{i}" for i in range(5, 10)])
+    with pytest.raises(StoreGone):
+        store.watch(5)
+    assert [(e.type, e.resource_version) for e in store.watch(15)] == [("DELETED", v) for v in range(16, 21)]
+    assert store.list("Pod") == ([], 20)
+    store.close()
+
+
 # --------------------------------------------------------------------------- versions and watch
 
 
@@ -589,6 +668,26 @@ def test_a_write_that_fails_part_way_leaves_no_half_write(request, backend, tmp_
     assert store.watch(start) == [] and store.current_version() == start
     store.create(queue("z"))  # the store is usable afterwards
     assert names(store.list("Queue")[0]) == ["z"]
+    store.close()
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
+def test_a_delete_many_that_fails_part_way_deletes_nothing(request, backend, tmp_path):
+    """The database refuses the DELETED change of one key among many: no key is deleted, the
+    batch it ran in is undone, and the store goes on."""
+    store = make(backend, place(request, backend, tmp_path))
+    for name in ("a", "bad", "c"):
+        store.create(queue(name))
+    with store.engine.begin() as conn:
+        for statement in _REFUSE_BAD_EVENT[backend]:
+            conn.exec_driver_sql(statement)
+    start = store.current_version()
+    with pytest.raises(StoreError, match="disk went away|undone|aborted"):
+        with store.batch():
+            store.delete_many("Queue", ["a", "bad", "c"])
+    assert names(store.list("Queue")[0]) == ["a", "bad", "c"]
+    assert store.watch(start) == [] and store.current_version() == start
+    assert store.delete_many("Queue", ["a"]) == ["a"]
     store.close()
 
 

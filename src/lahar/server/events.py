@@ -28,7 +28,7 @@ from typing import Any, Callable, Iterable
 
 from fastapi import FastAPI, Query, Request
 
-from lahar.errors import BadRequest, NotFound
+from lahar.errors import BadRequest
 from lahar.store.base import StoreGone, watch_through
 
 __all__ = ["EventLog", "matches", "parse_for", "install", "QUEUE_LABEL", "JOB_LABEL", "NAMESPACE_LABEL"]
@@ -135,15 +135,11 @@ class EventLog:
             return 0
         self._next_prune = now + self.prune_every
         self._catch_up()
-        horizon, dropped = now - self.max_age, 0
+        horizon, doomed = now - self.max_age, []
         while self._known and (len(self._known) > self.max_events or self._known[0][0] < horizon):
-            _, name = self._known.popleft()
-            try:
-                self.store.delete(EVENT_KIND, name)
-                dropped += 1
-            except NotFound:
-                continue
-        return dropped
+            doomed.append(self._known.popleft()[1])
+        # in one go: a busy server drops thousands at a time, inside the tick that holds the lock
+        return len(self.store.delete_many(EVENT_KIND, doomed)) if doomed else 0
 
     def _relist(self) -> None:
         items, self._version = self.store.list(EVENT_KIND)

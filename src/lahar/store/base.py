@@ -21,7 +21,7 @@ import json
 import os
 import secrets
 import string
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, ContextManager, Literal, Protocol
@@ -119,6 +119,9 @@ class WatchEvent:
     object: dict
 
 
+Keys = list[str]  # (``Store`` has a method named ``list``: inside it, ``list`` is that method)
+
+
 class Store(Protocol):
     """What the server, the control loop and the simulator may ask of a store (docs/store.md)."""
 
@@ -142,6 +145,12 @@ class Store(Protocol):
         ...
 
     def delete(self, kind: str, key: str, resource_version: str | None = None) -> dict: ...
+
+    def delete_many(self, kind: str, keys: Iterable[str]) -> Keys:
+        """``delete`` without a version for each key, in the order given, in one transaction (or
+        the caller's batch); a key with no object, or given again, is passed over. Each deletion
+        takes its own version and its own DELETED change. Returns the keys deleted, in order."""
+        ...
 
     def watch(
         self, since: int, kinds: set[str] | None = None, timeout: float = 0.0

@@ -56,6 +56,16 @@ class DriverStatements:
     def run(self, conn: Connection, statement, params: dict) -> None:
         self._execute(conn, statement, params).close()
 
+    def each(self, conn: Connection, statement, params: list[dict]) -> None:
+        """The statement once for each set of parameters, in one call of the driver
+        (``executemany``: the loop runs in the driver, not in Python)."""
+        text_, arguments = self._prepared(statement)
+        cursor = _cursor(conn)
+        try:
+            cursor.executemany(text_, [arguments(one) for one in params])
+        finally:
+            cursor.close()
+
     def plain(self, conn: Connection, text_: str) -> None:
         """A statement without parameters, as written (a savepoint's: every write request takes
         one, and the request's own batch another; through ``exec_driver_sql`` each cost more

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import replace
 
@@ -21,6 +21,7 @@ from lahar.errors import AlreadyExists, NotFound
 from lahar.store.base import (
     DEFAULT_RETENTION,
     ChangeType,
+    Keys,
     WatchEvent,
     check_version,
     compaction_horizon,
@@ -129,6 +130,18 @@ class MemoryStore:
             }  # stored is shared with its event
             self._write("DELETED", kind, key, body)
             return copy_json(body)
+
+    def delete_many(self, kind: str, keys: Iterable[str]) -> Keys:
+        """Each key's object deleted as ``delete`` without a version would; missing keys passed over."""
+        deleted = []
+        with self._changed:
+            for key in keys:
+                stored = self._objects.get((kind, key))
+                if stored is None:
+                    continue
+                self._write("DELETED", kind, key, {**stored, "metadata": dict(stored["metadata"])})
+                deleted.append(key)
+        return deleted
 
     @contextmanager
     def batch(self) -> Iterator[None]:

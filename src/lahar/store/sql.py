@@ -39,7 +39,7 @@ import functools
 import json
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from operator import itemgetter
 from typing import Any, ContextManager
@@ -70,6 +70,7 @@ from lahar.errors import AlreadyExists, Conflict, LaharError, NotFound
 from lahar.store.base import (
     DEFAULT_RETENTION,
     ChangeType,
+    Keys,
     StoreError,
     WatchEvent,
     check_version,
@@ -161,6 +162,28 @@ _EVENTS_AFTER = (
     .where(EVENTS.c.resource_version > bindparam("since"))
     .order_by(EVENTS.c.resource_version)
 )
+
+
+# A write transaction's ``[version, compacted, version read]`` (``SqlStore._meta``)
+_Meta = list[int]
+
+# ``delete_many`` reads the bodies of at most this many keys a statement; a shorter list is
+# padded to a power of two (its last key again), so that few statements are ever compiled
+_KEYS_A_STATEMENT = 256
+
+
+@functools.lru_cache(maxsize=16)
+def _bodies_of_keys(count: int):
+    """Rows ``(key, body)`` of kind ``k_kind`` among keys ``key0`` ... ``key{count-1}``."""
+    return select(OBJECTS.c.key, OBJECTS.c.body).where(
+        (OBJECTS.c.kind == bindparam("k_kind")) & OBJECTS.c.key.in_([bindparam(f"key{i}") for i in range(count)])
+    )
+
+
+def _padded(keys: list[str]) -> dict[str, str]:
+    """``key0`` ... for ``_bodies_of_keys``: the keys, then the last again up to a power of two."""
+    size = 1 << (len(keys) - 1).bit_length()
+    return {f"key{i}": keys[min(i, len(keys) - 1)] for i in range(size)}
 
 
 @functools.lru_cache(maxsize=16)
@@ -405,7 +428,7 @@ class SqlStore:
 
     # ----------------------------------------------------------------- the counter
 
-    def _meta(self, conn: Connection) -> list[int]:
+    def _meta(self, conn: Connection) -> _Meta:
         """This transaction's counter, compaction horizon and counter as read,
         ``[version, compacted, version read]``: read from ``meta`` at its first write, kept
         here until it commits (``_save_meta``); an undone inner batch puts back its copy."""
@@ -421,7 +444,7 @@ class SqlStore:
         if meta is not None and meta[0] != meta[2]:
             self._driver.run(conn, _SET_META, {"version": meta[0], "compacted": meta[1]})
 
-    def _pending_meta(self) -> list[int] | None:
+    def _pending_meta(self) -> _Meta | None:
         """The counter of this thread's open write transaction, if it has written: what its own
         reads must see (``meta`` holds the value from before the transaction until it commits)."""
         return getattr(self._local, "meta", None) if getattr(self._local, "conn", None) is not None else None
@@ -530,6 +553,56 @@ class SqlStore:
             self._write(conn, "DELETED", kind, key, body)
         return body
 
+    def delete_many(self, kind: str, keys: Iterable[str]) -> Keys:
+        """Every key's object, as ``delete`` without a version would, key by key in the order
+        given (see ``Store.delete_many``); the statements run once for many keys, as the
+        driver's ``executemany``: the event log drops thousands of events at a time."""
+        wanted = list(dict.fromkeys(keys))
+        deleted: Keys = []
+        if not wanted:
+            return deleted
+        with self._writing() as conn:
+            for start in range(0, len(wanted), _KEYS_A_STATEMENT):
+                deleted += self._delete_chunk(conn, kind, wanted[start : start + _KEYS_A_STATEMENT])
+        return deleted
+
+    def _delete_chunk(self, conn: Connection, kind: str, keys: Keys) -> Keys:
+        """Delete those of ``keys`` that have an object: their rows, then their changes, each
+        stamped with its own version. A failure dooms the batch, as in ``_write``."""
+        padded = _padded(keys)
+        found = dict(self._driver.all(conn, _bodies_of_keys(len(padded)), {"k_kind": kind, **padded}))
+        meta = self._meta(conn)
+        version, gone_keys, rows, changes = meta[0], [], [], []
+        for key in keys:
+            doc = found.get(key)
+            if doc is None:
+                continue
+            body = from_json(doc)
+            version += 1
+            body["metadata"]["resourceVersion"] = str(version)
+            gone_keys.append(key)
+            rows.append({"k_kind": kind, "k_key": key})
+            changes.append({"resource_version": version, "type": "DELETED", "kind": kind, "key": key, "body": to_json(body)})
+        if not rows:
+            return []
+        try:
+            self._driver.each(conn, _DELETE_OBJECT, rows)
+            self._driver.each(conn, _INSERT_EVENT, changes)
+            meta[0] = version
+            self._compact(conn, meta)
+        except BaseException:
+            if getattr(self._local, "conn", None) is conn:
+                self._local.doomed = True  # rows may be half written: the batch must not commit
+            raise
+        return gone_keys
+
+    def _compact(self, conn: Connection, meta: _Meta) -> None:
+        """Drop the history older than the retention, when a batch of it is due."""
+        horizon = compaction_horizon(meta[0], meta[1], self.retention)
+        if horizon is not None:
+            conn.execute(_COMPACT_EVENTS, {"horizon": horizon})
+            meta[1] = horizon
+
     def _stored_version(self, conn: Connection, kind: str, key: str) -> dict:
         """The stored object's metadata as far as ``check_version`` reads it (no body is read)."""
         row = self._driver.one(conn, _GET_VERSION, {"k_kind": kind, "k_key": key})
@@ -570,10 +643,7 @@ class SqlStore:
                 {"resource_version": version, "type": change, "kind": kind, "key": key, "body": doc},
             )
             meta[0] = version
-            horizon = compaction_horizon(version, meta[1], self.retention)
-            if horizon is not None:
-                conn.execute(_COMPACT_EVENTS, {"horizon": horizon})
-                meta[1] = horizon
+            self._compact(conn, meta)
         except BaseException:
             if getattr(self._local, "conn", None) is conn:
                 self._local.doomed = True  # rows may be half written: the batch must not commit
