@@ -205,7 +205,7 @@ def test_server_command_with_a_wrong_password_prints_one_clear_line(pg_cluster, 
 
 def test_an_upgrade_runs_once_even_when_servers_start_together(url, monkeypatch):
     """A newer Lahar (schema 3 here, with one upgrade step) meets a schema 2 database."""
-    from lahar.store import sql
+    from lahar.store import schema, sql
 
     PostgresStore(url).close()
     calls: list[int] = []
@@ -215,7 +215,7 @@ def test_an_upgrade_runs_once_even_when_servers_start_together(url, monkeypatch)
         conn.exec_driver_sql("CREATE INDEX objects_by_namespace ON objects (kind, namespace)")
 
     monkeypatch.setattr(sql, "SCHEMA_VERSION", SCHEMA_VERSION + 1)
-    monkeypatch.setitem(sql._UPGRADES, SCHEMA_VERSION, add_index)
+    monkeypatch.setitem(schema._UPGRADES, SCHEMA_VERSION, add_index)
     opened: list[PostgresStore] = []
     threads = [threading.Thread(target=lambda: opened.append(PostgresStore(url))) for _ in range(3)]
     for t in threads:
@@ -231,7 +231,7 @@ def test_an_upgrade_runs_once_even_when_servers_start_together(url, monkeypatch)
 
 
 def test_a_failed_upgrade_leaves_the_old_schema_untouched(url, monkeypatch):
-    from lahar.store import sql
+    from lahar.store import schema, sql
 
     store = PostgresStore(url)
     store.create(queue("kept"))
@@ -242,7 +242,7 @@ def test_a_failed_upgrade_leaves_the_old_schema_untouched(url, monkeypatch):
         conn.exec_driver_sql("ALTER TABLE no_such_table ADD COLUMN x text")
 
     monkeypatch.setattr(sql, "SCHEMA_VERSION", SCHEMA_VERSION + 1)
-    monkeypatch.setitem(sql._UPGRADES, SCHEMA_VERSION, broken)
+    monkeypatch.setitem(schema._UPGRADES, SCHEMA_VERSION, broken)
     with pytest.raises(StoreError, match="cannot open the database.*no_such_table"):
         PostgresStore(url)
     monkeypatch.undo()

@@ -22,10 +22,13 @@ from lahar.store.base import (
     DEFAULT_RETENTION,
     ChangeType,
     Keys,
+    NAME_DRAWS,
     WatchEvent,
     check_version,
     compaction_horizon,
     copy_json,
+    draw_again,
+    draws_name,
     gone,
     labels_match,
     new_object,
@@ -101,11 +104,15 @@ class MemoryStore:
     # ----------------------------------------------------------------- writes
 
     def create(self, obj: dict, owned: bool = False) -> dict:
+        draws = NAME_DRAWS if draws_name(obj) else 1  # a drawn name found taken is drawn again
         body = new_object(obj, self.clock)  # copied even when owned: the result is a copy anyway
         kind, key = object_key(body)
         with self._changed:
-            if (kind, key) in self._objects:
-                raise AlreadyExists(kind, key)
+            while (kind, key) in self._objects:
+                draws -= 1
+                if draws == 0:
+                    raise AlreadyExists(kind, key)
+                kind, key = draw_again(body)
             self._write("ADDED", kind, key, body)
             return copy_json(body)
 

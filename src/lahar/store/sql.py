@@ -6,7 +6,7 @@ Dialect specifics (how to open the file, ``BEGIN IMMEDIATE``, integrity checks) 
 engine factory and a subclass (``lahar.store.sqlite``, ``lahar.store.postgres``), which fill in
 the hooks ``_begin_open``, ``_check_file`` and ``_begin_write``; everything here is portable.
 
-Tables (schema version ``SCHEMA_VERSION``, kept in ``meta``):
+Tables (schema version ``SCHEMA_VERSION``, kept in ``meta``; columns and upgrades in ``lahar.store.schema``):
 
 - ``objects(kind, key, namespace, name, resource_version, body)``, primary key ``(kind, key)``;
 - ``events(resource_version, type, kind, key, body)``: the watch history, the last
@@ -36,7 +36,6 @@ a watcher, it reads the events table after its version: a wake-up carries no dat
 from __future__ import annotations
 
 import functools
-import json
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
@@ -45,17 +44,8 @@ from operator import itemgetter
 from typing import Any, ContextManager
 
 from sqlalchemy import (
-    BigInteger,
-    CheckConstraint,
-    Column,
     Connection,
     Engine,
-    Integer,
-    MetaData,
-    PrimaryKeyConstraint,
-    String,
-    Table,
-    Text,
     bindparam,
     delete,
     insert,
@@ -71,10 +61,13 @@ from lahar.store.base import (
     DEFAULT_RETENTION,
     ChangeType,
     Keys,
+    NAME_DRAWS,
     StoreError,
     WatchEvent,
     check_version,
     compaction_horizon,
+    draw_again,
+    draws_name,
     from_json,
     gone,
     labels_match,
@@ -85,45 +78,12 @@ from lahar.store.base import (
     to_json,
 )
 from lahar.store.driver import DriverStatements
+from lahar.store.schema import EVENTS, META, OBJECTS, SCHEMA, SCHEMA_VERSION, migrate
 
 __all__ = ["POLL_INTERVAL", "SCHEMA", "SCHEMA_VERSION", "WRITE_OPTION", "SqlStore"]
 
-SCHEMA_VERSION = 2
 POLL_INTERVAL = 0.02
 WRITE_OPTION = "lahar_write"  # execution option: this connection's transaction will write
-
-_VERSION = BigInteger().with_variant(Integer, "sqlite")  # INTEGER PRIMARY KEY is SQLite's rowid
-SCHEMA = MetaData()
-META = Table(
-    "meta",
-    SCHEMA,
-    Column("id", Integer, primary_key=True, autoincrement=False),
-    Column("schema_version", Integer, nullable=False),
-    Column("resource_version", _VERSION, nullable=False),
-    Column("compacted_version", _VERSION, nullable=False),
-    CheckConstraint("id = 1", name="meta_one_row"),
-)
-OBJECTS = Table(
-    "objects",
-    SCHEMA,
-    Column("kind", String, nullable=False),
-    Column("key", String, nullable=False),
-    Column("namespace", String),
-    Column("name", String, nullable=False),
-    Column("resource_version", _VERSION, nullable=False),
-    Column("body", Text, nullable=False),
-    PrimaryKeyConstraint("kind", "key", name="objects_kind_key"),
-)
-EVENTS = Table(
-    "events",
-    SCHEMA,
-    Column("resource_version", _VERSION, primary_key=True, autoincrement=False),
-    Column("type", String, nullable=False),
-    Column("kind", String, nullable=False),
-    Column("key", String, nullable=False),
-    Column("body", Text, nullable=False),
-)
-
 
 # Statements are built once: SQLAlchemy then compiles each once per dialect, and a call costs
 # little more than the driver's own execute.
@@ -260,7 +220,7 @@ class SqlStore:
                     f"this Lahar knows up to {SCHEMA_VERSION}); upgrade Lahar to use it"
                 )
             elif found < SCHEMA_VERSION:
-                _migrate(conn, found, self.where)
+                migrate(conn, found, SCHEMA_VERSION, self.where)
 
     def _begin_open(self, conn: Connection) -> None:
         """Dialect hook: serialise openers (several servers starting on one empty database)."""
@@ -522,11 +482,15 @@ class SqlStore:
     # ----------------------------------------------------------------- writes
 
     def create(self, obj: dict, owned: bool = False) -> dict:
+        draws = NAME_DRAWS if draws_name(obj) else 1  # a drawn name found taken is drawn again
         body = new_object(obj, self.clock, owned)
         kind, key = object_key(body)
         with self._writing() as conn:
-            if not self._write(conn, "ADDED", kind, key, body):
-                raise AlreadyExists(kind, key)
+            while not self._write(conn, "ADDED", kind, key, body):
+                draws -= 1
+                if draws == 0:
+                    raise AlreadyExists(kind, key)
+                kind, key = draw_again(body)
         return body
 
     def update(self, obj: dict, owned: bool = False) -> dict:
@@ -739,61 +703,3 @@ def _cause(exc: BaseException, busy_timeout: float) -> str:
             "restore a backup or choose another database"
         )
     return detail
-
-
-# --------------------------------------------------------------------------- schema upgrades
-
-
-def _migrate(conn: Connection, found: int, where: str) -> None:
-    """Upgrade, inside the opening transaction, from schema ``found`` to ``SCHEMA_VERSION``."""
-    for version in range(found, SCHEMA_VERSION):
-        step = _UPGRADES.get(version)
-        if step is None:
-            raise StoreError(
-                f"{where}: unknown schema version {found}; "
-                f"this Lahar reads versions 1 to {SCHEMA_VERSION}"
-            )
-        step(conn)
-    conn.execute(update(META).where(META.c.id == 1).values(schema_version=SCHEMA_VERSION))
-
-
-def _from_v1(conn: Connection) -> None:
-    """v1 (the first SQLite store): columns ``rv``, ``version``, ``compacted``, no ``name``."""
-    for table in ("meta", "objects", "events"):
-        conn.execute(text(f"ALTER TABLE {table} RENAME TO {table}_v1"))
-    SCHEMA.create_all(conn)
-    version, compacted = conn.execute(
-        text("SELECT version, compacted FROM meta_v1 WHERE id = 1")
-    ).one()
-    conn.execute(
-        insert(META).values(
-            id=1, schema_version=2, resource_version=version, compacted_version=compacted
-        )
-    )
-    rows = conn.execute(text("SELECT kind, key, namespace, rv, body FROM objects_v1")).all()
-    if rows:
-        conn.execute(
-            insert(OBJECTS),
-            [
-                {
-                    "kind": k,
-                    "key": key,
-                    "namespace": ns,
-                    "name": json.loads(body)["metadata"]["name"],
-                    "resource_version": rv,
-                    "body": body,
-                }
-                for k, key, ns, rv, body in rows
-            ],
-        )
-    conn.execute(
-        text(
-            "INSERT INTO events (resource_version, type, kind, key, body) "
-            "SELECT rv, type, kind, key, body FROM events_v1"
-        )
-    )
-    for table in ("meta", "objects", "events"):
-        conn.execute(text(f"DROP TABLE {table}_v1"))
-
-
-_UPGRADES: dict[int, Callable[[Connection], None]] = {1: _from_v1}
