@@ -144,6 +144,62 @@ def test_retention_drops_the_oldest_in_one_go_each_a_deletion_of_its_own(tmp_pat
     store.close()
 
 
+def test_a_busy_server_drops_old_events_a_little_at_a_time():
+    """700 events a second (a server binding 350 jobs a second) over a full log: each second's
+    look drops about a second's worth, never tens of thousands in one tick, which holds the
+    write lock while it deletes (requests wait); the log stays near its bound meanwhile."""
+    store = open_store("memory://")
+    now = [1000.0]
+    log = EventLog(store, lambda: now[0], max_events=2000)
+    dropped = []
+    for second in range(40):
+        with store.batch():
+            for i in range(700):
+                log.emit("Job", f"default/j{second}-{i}", "Bound", "1 task bound", now=now[0])
+            dropped.append(log.prune(now[0]))
+        now[0] += 1.0
+    assert max(dropped) <= 1400 and sum(dropped) == 40 * 700 - 2000
+    assert len(store.list("LaharEvent")[0]) == 2000
+
+
+def test_a_prune_does_not_read_its_own_deletions_back_but_misses_no_other_write(tmp_path):
+    """The next look starts after the log's own deletions, unless another writer came between
+    its look and its deletions: then the look reads them all, and the other writer's event is
+    known (and dropped in its turn)."""
+    store = open_store(f"sqlite:///{tmp_path / 'lahar.db'}")
+    now = [1000.0]
+    log = EventLog(store, lambda: now[0], max_events=5, prune_every=0.0)
+    seen = []
+    real_watch = store.watch
+    store.watch = lambda since, kinds=None, timeout=0.0: seen.extend(e.type for e in real_watch(since, kinds, timeout)) or real_watch(since, kinds, timeout)
+    for i in range(10):
+        log.emit("Queue", "q", "R", f"m{i}", queue="q")
+    with store.batch():
+        assert log.prune(now[0]) == 5
+    seen.clear()
+    log.emit("Queue", "q", "R", "m10", queue="q")
+    assert log.prune(now[0]) == 1
+    assert seen == ["ADDED"]  # the five deletions were not read back
+    real_delete_many = store.delete_many
+
+    def another_writer_first(kind, keys):
+        log.emit("Queue", "q", "R", "between", queue="q", now=now[0] + 1)  # as another server would
+        return real_delete_many(kind, keys)
+
+    store.delete_many = another_writer_first
+    log.emit("Queue", "q", "R", "m11", queue="q")
+    assert log.prune(now[0]) == 1
+    store.delete_many = real_delete_many
+    log.prune(now[0])  # reads "between" and the deletion it came before
+    assert "between" in [e["message"] for e in store.list("LaharEvent")[0]]
+    assert sorted(name for _, name in log._known) == sorted(e["metadata"]["name"] for e in store.list("LaharEvent")[0])
+    for i in range(5):
+        log.emit("Queue", "q", "R", f"late{i}", queue="q", now=now[0] + 2)
+    log.prune(now[0])
+    assert [e["message"] for e in store.list("LaharEvent")[0] if e["message"] == "between"] == []
+    store.close()
+
+
 def test_retention_keeps_the_newest_events_and_drops_old_ones():
     store = open_store("memory://")
     now = [1000.0]

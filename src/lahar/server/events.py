@@ -17,7 +17,11 @@ where they apply, so ``labelSelector`` finds a queue's or a job's events, and ``
 
 Retention: ``prune`` keeps at most ``max_events`` events and none older than ``max_age``
 seconds (oldest first). It is cheap to call every tick: it looks at the store only every
-``prune_every`` seconds.
+``prune_every`` seconds (1 s by default), and each look reads the events written since the last
+one and deletes the extra ones in one ``delete_many``. A look that waited long would delete in
+one go what a busy server wrote meanwhile, inside the loop's tick, which holds the service's
+write lock while it writes: 30 s at 700 events a second (350 one-pod jobs, each bound and
+audited) was 21,000 deletions and about a second of requests waiting.
 """
 
 from __future__ import annotations
@@ -40,6 +44,7 @@ JOB_LABEL = "lahar.dev/job"
 NAMESPACE_LABEL = "lahar.dev/namespace"
 DEFAULT_MAX_EVENTS = 10_000
 DEFAULT_MAX_AGE = 14 * 86400.0
+DEFAULT_PRUNE_EVERY = 1.0
 
 
 class EventLog:
@@ -51,7 +56,7 @@ class EventLog:
         clock: Callable[[], float] = time.time,
         max_events: int = DEFAULT_MAX_EVENTS,
         max_age: float = DEFAULT_MAX_AGE,
-        prune_every: float = 30.0,
+        prune_every: float = DEFAULT_PRUNE_EVERY,
     ) -> None:
         self.store, self.clock = store, clock
         self.max_events, self.max_age, self.prune_every = max_events, max_age, prune_every
@@ -138,8 +143,18 @@ class EventLog:
         horizon, doomed = now - self.max_age, []
         while self._known and (len(self._known) > self.max_events or self._known[0][0] < horizon):
             doomed.append(self._known.popleft()[1])
-        # in one go: a busy server drops thousands at a time, inside the tick that holds the lock
-        return len(self.store.delete_many(EVENT_KIND, doomed)) if doomed else 0
+        return self._delete(doomed) if doomed else 0
+
+    def _delete(self, names: list[str]) -> int:
+        """Delete the events named, in one go; how many were there. When the versions they took
+        are all that was written since the last look (no other writer came between: the loop's
+        tick holds the write lock), the next look starts after them instead of reading every
+        deletion back."""
+        before = self.store.current_version()
+        deleted = len(self.store.delete_many(EVENT_KIND, names))
+        if self._version == before and self.store.current_version() == before + deleted:
+            self._version = before + deleted
+        return deleted
 
     def _relist(self) -> None:
         items, self._version = self.store.list(EVENT_KIND)
@@ -151,11 +166,15 @@ class EventLog:
         except StoreGone:
             self._relist()
             return
+        known, in_order = self._known, True
         for change in changes:
             if change.type == "ADDED":
-                self._known.append((_stamp(change.object), change.key))
-        if any(self._known[i][0] > self._known[i + 1][0] for i in range(len(self._known) - 1)):
-            self._known = deque(sorted(self._known))
+                stamp = _stamp(change.object)
+                if known and stamp < known[-1][0]:
+                    in_order = False  # written with an earlier time than one known (another clock)
+                known.append((stamp, change.key))
+        if not in_order:
+            self._known = deque(sorted(known))
 
 
 def _stamp(event: dict) -> float:
