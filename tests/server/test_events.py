@@ -200,6 +200,21 @@ def test_a_prune_does_not_read_its_own_deletions_back_but_misses_no_other_write(
     store.close()
 
 
+def test_events_and_audit_records_are_written_when_a_drawn_name_is_taken(monkeypatch):
+    """Every audit record's name comes from one stem, and a queue's events from the queue's
+    name: with thousands kept, a new name is sometimes one already taken. The write goes on
+    under a name drawn again; the tick or request that made it does not fail."""
+    import lahar.store.base as base
+
+    store = open_store("memory://")
+    log = EventLog(store, lambda: 1000.0)
+    draws = iter(["aaaaa", "aaaaa", "bbbbb"])
+    monkeypatch.setattr(base, "_name_suffix", lambda: next(draws))
+    log.emit("Queue", "q", "R", "first", queue="q")
+    log.emit("Queue", "q", "R", "second", queue="q")
+    assert sorted(e["metadata"]["name"] for e in store.list("LaharEvent")[0]) == ["q-aaaaa", "q-bbbbb"]
+
+
 def test_retention_keeps_the_newest_events_and_drops_old_ones():
     store = open_store("memory://")
     now = [1000.0]

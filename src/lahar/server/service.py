@@ -18,7 +18,7 @@ from typing import Any, Iterable
 from lahar.admission import admit_create, admit_delete, admit_update
 from lahar.admission.view import LiveView
 from lahar.controller.queue import Changes, QueueEvent, apply_action, descendants
-from lahar.errors import AlreadyExists, BadRequest, FieldError, Forbidden, Invalid, NotFound
+from lahar.errors import BadRequest, FieldError, Forbidden, Invalid, NotFound
 from lahar.model.base import ApiObject
 from lahar.model.job import JOB_NAME
 from lahar.model.manifest import KINDS, parse_object
@@ -282,13 +282,8 @@ class ApiService:
             "user": who.user if who else None,
             "timestamp": self.clock(),
         }
-        for attempt in range(4):  # a generated name can collide (5 random characters; ~3 per 20,000 events): draw again
-            try:
-                self.store.create({**event, "metadata": {"generateName": "audit-"}}, owned=True)  # a name drawn afresh
-                return
-            except AlreadyExists:
-                if attempt == 3:
-                    raise
+        # every audit record's name is drawn from one stem: a name taken is drawn again by the store
+        self.store.create({**event, "metadata": {"generateName": "audit-"}}, owned=True)
 
     # ----------------------------------------------------------------- helpers
 
