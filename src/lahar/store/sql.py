@@ -552,16 +552,22 @@ class SqlStore:
         try:
             self._driver.each(conn, _DELETE_OBJECT, rows)
             self._driver.each(conn, _INSERT_EVENT, changes)
-            meta[0] = version
-            self._compact(conn, meta)
+            self._advance(conn, meta, version)
         except BaseException:
-            if getattr(self._local, "conn", None) is conn:
-                self._local.doomed = True  # rows may be half written: the batch must not commit
+            self._doom(conn)
             raise
         return gone_keys
 
-    def _compact(self, conn: Connection, meta: _Meta) -> None:
-        """Drop the history older than the retention, when a batch of it is due."""
+    def _doom(self, conn: Connection) -> None:
+        """A write failed once its statements began: rows may be half written, so the batch
+        ``conn`` belongs to must not commit."""
+        if getattr(self._local, "conn", None) is conn:
+            self._local.doomed = True
+
+    def _advance(self, conn: Connection, meta: _Meta, version: int) -> None:
+        """The transaction's counter is now ``version``; the history older than the retention
+        is dropped when a batch of it is due."""
+        meta[0] = version
         horizon = compaction_horizon(meta[0], meta[1], self.retention)
         if horizon is not None:
             conn.execute(_COMPACT_EVENTS, {"horizon": horizon})
@@ -606,11 +612,9 @@ class SqlStore:
                 _INSERT_EVENT,
                 {"resource_version": version, "type": change, "kind": kind, "key": key, "body": doc},
             )
-            meta[0] = version
-            self._compact(conn, meta)
+            self._advance(conn, meta, version)
         except BaseException:
-            if getattr(self._local, "conn", None) is conn:
-                self._local.doomed = True  # rows may be half written: the batch must not commit
+            self._doom(conn)
             raise
         return True
 
