@@ -28,7 +28,7 @@ from typing import Any, ContextManager, Literal, Protocol
 
 import orjson
 
-from lahar.errors import BadRequest, Conflict, LaharError
+from lahar.errors import AlreadyExists, BadRequest, Conflict, LaharError
 from lahar.model.manifest import KINDS
 
 __all__ = [
@@ -330,18 +330,26 @@ def _remember_second(whole: int, text: str) -> None:
 NAME_DRAWS = 8
 
 
-def draws_name(obj: dict) -> bool:
-    """Whether creating ``obj`` draws its name from ``generateName`` (it gives none of its own)."""
+def name_draws(obj: dict) -> int:
+    """How many names creating ``obj`` may try: ``NAME_DRAWS`` when its name is drawn from
+    ``generateName`` (it gives none of its own), else 1. Ask before ``new_object`` draws it."""
     meta = obj.get("metadata")
-    return isinstance(meta, dict) and not meta.get("name") and bool(meta.get("generateName"))
+    drawn = isinstance(meta, dict) and not meta.get("name") and bool(meta.get("generateName"))
+    return NAME_DRAWS if drawn else 1
 
 
-def draw_again(body: dict) -> tuple[str, str]:
-    """Give ``body`` (made by ``new_object`` from a ``generateName``) another drawn name, after
-    its name was found taken; returns its new ``(kind, key)``."""
-    meta = body["metadata"]
+def draw_again(body: dict, draws: int) -> tuple[int, str, str]:
+    """``body``'s name (made by ``new_object``) was found taken, with ``draws`` tries left
+    counting that one: raise AlreadyExists when it was the last, else draw another. Returns
+    the tries left and ``body``'s new ``(kind, key)``."""
+    if draws <= 1:
+        raise AlreadyExists(*object_key(body))
+    _draw_name(body["metadata"])
+    return (draws - 1, *object_key(body))
+
+
+def _draw_name(meta: dict) -> None:
     meta["name"] = str(meta["generateName"]) + _name_suffix()
-    return object_key(body)
 
 
 def new_object(obj: dict, clock: Callable[[], float], owned: bool = False) -> dict:
@@ -355,7 +363,7 @@ def new_object(obj: dict, clock: Callable[[], float], owned: bool = False) -> di
     if not isinstance(meta, dict):
         meta = body["metadata"] = {}
     if not meta.get("name") and meta.get("generateName"):
-        meta["name"] = str(meta["generateName"]) + _name_suffix()
+        _draw_name(meta)
     if is_namespaced(str(body.get("kind") or ""), meta) and not meta.get("namespace"):
         meta["namespace"] = "default"
     meta["uid"] = new_uid()

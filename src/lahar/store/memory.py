@@ -17,20 +17,19 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import replace
 
-from lahar.errors import AlreadyExists, NotFound
+from lahar.errors import NotFound
 from lahar.store.base import (
     DEFAULT_RETENTION,
     ChangeType,
     Keys,
-    NAME_DRAWS,
     WatchEvent,
     check_version,
     compaction_horizon,
     copy_json,
     draw_again,
-    draws_name,
     gone,
     labels_match,
+    name_draws,
     new_object,
     object_key,
     replacement,
@@ -104,15 +103,12 @@ class MemoryStore:
     # ----------------------------------------------------------------- writes
 
     def create(self, obj: dict, owned: bool = False) -> dict:
-        draws = NAME_DRAWS if draws_name(obj) else 1  # a drawn name found taken is drawn again
+        draws = name_draws(obj)  # a drawn name found taken is drawn again
         body = new_object(obj, self.clock)  # copied even when owned: the result is a copy anyway
         kind, key = object_key(body)
         with self._changed:
             while (kind, key) in self._objects:
-                draws -= 1
-                if draws == 0:
-                    raise AlreadyExists(kind, key)
-                kind, key = draw_again(body)
+                draws, kind, key = draw_again(body, draws)
             self._write("ADDED", kind, key, body)
             return copy_json(body)
 
@@ -131,12 +127,7 @@ class MemoryStore:
         with self._changed:
             stored = self._stored(kind, key)
             check_version(kind, key, resource_version, stored, "delete")
-            body = {
-                **stored,
-                "metadata": dict(stored["metadata"]),
-            }  # stored is shared with its event
-            self._write("DELETED", kind, key, body)
-            return copy_json(body)
+            return copy_json(self._remove(kind, key, stored))
 
     def delete_many(self, kind: str, keys: Iterable[str]) -> Keys:
         """Each key's object deleted as ``delete`` without a version would; missing keys passed over."""
@@ -146,7 +137,7 @@ class MemoryStore:
                 stored = self._objects.get((kind, key))
                 if stored is None:
                     continue
-                self._write("DELETED", kind, key, {**stored, "metadata": dict(stored["metadata"])})
+                self._remove(kind, key, stored)
                 deleted.append(key)
         return deleted
 
@@ -171,6 +162,13 @@ class MemoryStore:
         if stored is None:
             raise NotFound(kind, key)
         return stored
+
+    def _remove(self, kind: str, key: str, stored: dict) -> dict:
+        """Delete the stored object; returns the body its DELETED change carries (a copy of
+        the metadata: ``stored`` is shared with the change that wrote it)."""
+        body = {**stored, "metadata": dict(stored["metadata"])}
+        self._write("DELETED", kind, key, body)
+        return body
 
     def _write(self, change: ChangeType, kind: str, key: str, body: dict) -> None:
         """Give ``body`` the next version, keep it (or drop it), log the change, wake watchers."""

@@ -56,21 +56,20 @@ from sqlalchemy import (
 )
 from sqlalchemy.exc import DBAPIError
 
-from lahar.errors import AlreadyExists, Conflict, LaharError, NotFound
+from lahar.errors import Conflict, LaharError, NotFound
 from lahar.store.base import (
     DEFAULT_RETENTION,
     ChangeType,
     Keys,
-    NAME_DRAWS,
     StoreError,
     WatchEvent,
     check_version,
     compaction_horizon,
     draw_again,
-    draws_name,
     from_json,
     gone,
     labels_match,
+    name_draws,
     new_object,
     object_key,
     replacement,
@@ -482,15 +481,12 @@ class SqlStore:
     # ----------------------------------------------------------------- writes
 
     def create(self, obj: dict, owned: bool = False) -> dict:
-        draws = NAME_DRAWS if draws_name(obj) else 1  # a drawn name found taken is drawn again
+        draws = name_draws(obj)  # a drawn name found taken is drawn again
         body = new_object(obj, self.clock, owned)
         kind, key = object_key(body)
         with self._writing() as conn:
             while not self._write(conn, "ADDED", kind, key, body):
-                draws -= 1
-                if draws == 0:
-                    raise AlreadyExists(kind, key)
-                kind, key = draw_again(body)
+                draws, kind, key = draw_again(body, draws)
         return body
 
     def update(self, obj: dict, owned: bool = False) -> dict:
@@ -536,7 +532,7 @@ class SqlStore:
         padded = _padded(keys)
         found = dict(self._driver.all(conn, _bodies_of_keys(len(padded)), {"k_kind": kind, **padded}))
         meta = self._meta(conn)
-        version, gone_keys, rows, changes = meta[0], [], [], []
+        version, gone_keys, changes = meta[0], [], []
         for key in keys:
             doc = found.get(key)
             if doc is None:
@@ -545,12 +541,11 @@ class SqlStore:
             version += 1
             body["metadata"]["resourceVersion"] = str(version)
             gone_keys.append(key)
-            rows.append({"k_kind": kind, "k_key": key})
             changes.append({"resource_version": version, "type": "DELETED", "kind": kind, "key": key, "body": to_json(body)})
-        if not rows:
+        if not gone_keys:
             return []
         try:
-            self._driver.each(conn, _DELETE_OBJECT, rows)
+            self._driver.each(conn, _DELETE_OBJECT, [{"k_kind": kind, "k_key": key} for key in gone_keys])
             self._driver.each(conn, _INSERT_EVENT, changes)
             self._advance(conn, meta, version)
         except BaseException:
