@@ -171,7 +171,13 @@ def test_a_prune_does_not_read_its_own_deletions_back_but_misses_no_other_write(
     log = EventLog(store, lambda: now[0], max_events=5, prune_every=0.0)
     seen = []
     real_watch = store.watch
-    store.watch = lambda since, kinds=None, timeout=0.0: seen.extend(e.type for e in real_watch(since, kinds, timeout)) or real_watch(since, kinds, timeout)
+
+    def watch(since, kinds=None, timeout=0.0):
+        found = real_watch(since, kinds, timeout)
+        seen.extend(e.type for e in found)
+        return found
+
+    store.watch = watch
     for i in range(10):
         log.emit("Queue", "q", "R", f"m{i}", queue="q")
     with store.batch():
