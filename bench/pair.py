@@ -84,8 +84,8 @@ def pair(path: str, cycles: int, variants: SimpleNamespace) -> dict:
     return {
         "bench": "pair",
         "cycles": cycles,
-        "old_cpu_seconds": round(cpu["old"], 2),
-        "new_cpu_seconds": round(cpu["new"], 2),
+        "old_cpu_seconds": round(cpu["old"], 4),
+        "new_cpu_seconds": round(cpu["new"], 4),
         "ratio_new_to_old": round(cpu["new"] / cpu["old"], 3) if cpu["old"] else None,
         "copies_in_step": same,
     }
