@@ -69,6 +69,12 @@ RESOURCES = (
     Resource("Pod", "v1", "pods", True),
     Resource(EVENT_KIND, "lahar.dev/v1alpha1", "events", False),
 )
+# A request is matched against the routes in the order they were added, at about 11,000
+# instructions a route tried (FastAPI's matching, measured with callgrind), so the busiest
+# resources' routes are added first. A vcjob's create came after 18 routes; now after 5, which
+# took 8.4% off its instructions (``bench/request.py``). The resources' paths do not overlap, so
+# no path answers differently. The OpenAPI document still lists them in RESOURCES' order.
+ROUTE_ORDER = ("Job", "Pod", "PodGroup", "Queue", "Node", "Command", "PriorityClass", EVENT_KIND)
 QUEUE_ACTIONS = {"open": "OpenQueue", "close": "CloseQueue", "suspend": "SuspendQueue", "resume": "ResumeQueue"}
 
 
@@ -109,13 +115,13 @@ def create_app(
         return JSONResponse(BadRequest(f"bad request: {problems}").to_status(), status_code=400)
 
     writer = WriteGroups(service, on_group=on_write_group, on_held=on_write_held)
-    for resource in RESOURCES:
+    for resource in sorted(RESOURCES, key=lambda resource: ROUTE_ORDER.index(resource.kind)):
         _add_resource_routes(app, service, resource, writer)
     _add_lahar_routes(app, service, loop, metrics)
     usage_routes.install(app, service, loop)
     events.install(app, service)
     forecast_routes.install(app, service, loop)
-    openapi.install(app)
+    openapi.install(app, first_tags=[resource.kind for resource in RESOURCES])
     return app
 
 

@@ -7,6 +7,7 @@ document says so for every operation. Schema fuzzers then check answers against 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from fastapi import FastAPI
@@ -39,13 +40,16 @@ ERRORS = {
 }
 
 
-def install(app: FastAPI) -> None:
-    """Replace ``app.openapi`` with one that documents Lahar's error answers on every operation."""
+def install(app: FastAPI, first_tags: Sequence[str] = ()) -> None:
+    """Replace ``app.openapi`` with one that documents Lahar's error answers on every operation.
+    The document lists its tags (the groups of operations a reader of ``/docs`` sees) with
+    ``first_tags`` first, then the others in the order of the routes."""
 
     def openapi() -> dict[str, Any]:
         if app.openapi_schema:
             return app.openapi_schema
-        doc = get_openapi(title=app.title, version=app.version, description=app.description, routes=app.routes)
+        tags = list(dict.fromkeys([*first_tags, *(tag for route in app.routes for tag in getattr(route, "tags", None) or ())]))
+        doc = get_openapi(title=app.title, version=app.version, description=app.description, routes=app.routes, tags=[{"name": str(tag)} for tag in tags])
         doc.setdefault("components", {}).setdefault("schemas", {})["Status"] = STATUS_SCHEMA
         ref = {"content": {"application/json": {"schema": {"$ref": "#/components/schemas/Status"}}}}
         for operations in doc.get("paths", {}).values():
