@@ -12,7 +12,7 @@ standard library's ``http.client`` on bodies encoded beforehand (``raw``, the de
 ``--client httpx``, httpx. The clients run in this one interpreter: httpx costs them about 1.5 ms
 of CPU a request, so they cannot send more than 520 to 740 requests a second on a 2-core
 machine even to a server that only answers (``floor.py``), below the 1,000 the target asks the
-server for; ``raw`` costs them about 0.3 ms and sends 2,300 to 3,000. The clock
+server for; ``raw`` costs them 0.25 to 0.45 ms and sends 2,300 to 3,000. The clock
 runs from the first submit until the server's ``lahar_binds_total`` reaches ``--jobs``; a pod
 list afterwards confirms how many pods carry a node. Prints one JSON line: pods bound per second
 end to end, p50/p99 submit latency, submit and total seconds, and the server process's CPU seconds
