@@ -71,15 +71,32 @@ def start_server(db: str, home: Path, port: int, period: str, auth: bool = False
     command += [] if auth else ["--no-auth"]
     log = (home / "server.log").open("w")
     process = subprocess.Popen(command, env={**os.environ, "LAHAR_HOME": str(home)}, stdout=log, stderr=subprocess.STDOUT)
-    deadline = time.monotonic() + 60
+    if not answers_health(process, port):
+        process.kill()
+        sys.exit("server did not start:\n" + (home / "server.log").read_text()[-2000:])
+    return process
+
+
+def stop(process: subprocess.Popen) -> None:
+    """Ask the server process to stop (SIGTERM); kill it if it has not within 15 s."""
+    process.terminate()
+    try:
+        process.wait(15)
+    except subprocess.TimeoutExpired:
+        process.kill()
+
+
+def answers_health(process: subprocess.Popen, port: int, seconds: float = 60.0) -> bool:
+    """Whether the server process answers ``/healthz`` on ``port`` within ``seconds`` (False
+    as soon as it exits)."""
+    deadline = time.monotonic() + seconds
     while time.monotonic() < deadline and process.poll() is None:
         try:
             if httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=1).status_code == 200:
-                return process
+                return True
         except httpx.HTTPError:
             time.sleep(0.1)
-    process.kill()
-    sys.exit("server did not start:\n" + (home / "server.log").read_text()[-2000:])
+    return False
 
 
 def seed(client: httpx.Client, jobs: int) -> None:
@@ -268,11 +285,7 @@ def main() -> None:
             if failures:
                 print("first failures: " + "; ".join(failures[:3]), file=sys.stderr)
         finally:
-            server.terminate()
-            try:
-                server.wait(15)
-            except subprocess.TimeoutExpired:
-                server.kill()
+            stop(server)
 
 
 if __name__ == "__main__":

@@ -33,13 +33,13 @@ import sys
 import threading
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
-import httpx
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 
 sys.path.insert(0, str(Path(__file__).parent))
-from api import API, cpu_seconds, free_port, job, poster  # noqa: E402  (the same route, documents and clients)
+from api import API, answers_health, cpu_seconds, free_port, share, stop, submit_all  # noqa: E402  (the same route, documents and clients)
 
 APPS = ("fastapi", "asgi")
 
@@ -84,48 +84,24 @@ def serve(app_name: str, port: int) -> None:
 
 def start(app_name: str, port: int) -> subprocess.Popen:
     process = subprocess.Popen([sys.executable, __file__, "--serve", app_name, "--port", str(port)])
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline and process.poll() is None:
-        try:
-            if httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=1).status_code == 200:
-                return process
-        except httpx.HTTPError:
-            time.sleep(0.1)
-    process.kill()
-    sys.exit("the floor's server did not start")
-
-
-def documents(index: int, args) -> list:
-    names = [f"j{n:06d}" for n in range(index, args.requests, args.clients)]
-    if args.client == "raw":
-        return [json.dumps(job(name)).encode() for name in names]
-    return [job(name) for name in names]
-
-
-def send_all(mine: list, args, port: int) -> tuple[list[float], list[str]]:
-    """One client's requests: each one's seconds, and the answers that were not 201 Created."""
-    seconds, bad = [], []
-    with poster(args.client, f"http://127.0.0.1:{port}", port, {}) as post:
-        for document in mine:
-            started = time.perf_counter()
-            status, text = post(document)
-            seconds.append(time.perf_counter() - started)
-            if status != 201:
-                bad.append(f"{status} {text[:200]}")
-    return seconds, bad
+    if not answers_health(process, port):
+        process.kill()
+        sys.exit("the floor's server did not start")
+    return process
 
 
 def measure(args) -> dict:
     port = free_port()
     server = start(args.app, port)
     try:
-        shares = [documents(i, args) for i in range(args.clients)]
+        sharing = SimpleNamespace(jobs=args.requests, clients=args.clients, client=args.client)
+        shares = [share(i, sharing) for i in range(args.clients)]
         latencies: list[float] = []
         failures: list[str] = []
         lock = threading.Lock()
 
         def client(index: int) -> None:
-            seconds, bad = send_all(shares[index], args, port)
+            seconds, bad = submit_all(shares[index], args, f"http://127.0.0.1:{port}", port, {})
             with lock:
                 latencies.extend(seconds)
                 failures.extend(bad)
@@ -139,11 +115,7 @@ def measure(args) -> dict:
         wall, client_cpu = time.perf_counter() - started, time.process_time() - client_cpu
         cpu_after = cpu_seconds(server.pid)
     finally:
-        server.terminate()
-        try:
-            server.wait(15)
-        except subprocess.TimeoutExpired:
-            server.kill()
+        stop(server)
     if failures:
         print("first failures: " + "; ".join(failures[:3]), file=sys.stderr)
     latencies.sort()

@@ -37,9 +37,10 @@ def test_the_server_answers_with_the_document_sent(app):
     sys.path.insert(0, str(ROOT / "bench"))
     try:
         import floor
+        from api import job
     finally:
         sys.path.remove(str(ROOT / "bench"))
-    document = floor.job("j000001")
+    document = job("j000001")
     port = floor.free_port()
     server = floor.start(app, port)
     try:
