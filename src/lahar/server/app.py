@@ -72,7 +72,7 @@ RESOURCES = (
 # A request is matched against the routes in the order they were added, at about 11,000
 # instructions a route tried (FastAPI's matching, measured with callgrind), so the busiest
 # resources' routes are added first. A vcjob's create came after 18 routes; now after 5, which
-# took 8.4% off its instructions (``bench/request.py``). The resources' paths do not overlap, so
+# took 8.8% off its instructions (``bench/request.py`` under callgrind). The resources' paths do not overlap, so
 # no path answers differently. The OpenAPI document still lists them in RESOURCES' order.
 ROUTE_ORDER = ("Job", "Pod", "PodGroup", "Queue", "Node", "Command", "PriorityClass", EVENT_KIND)
 QUEUE_ACTIONS = {"open": "OpenQueue", "close": "CloseQueue", "suspend": "SuspendQueue", "resume": "ResumeQueue"}

@@ -49,7 +49,7 @@ def install(app: FastAPI, first_tags: Sequence[str] = ()) -> None:
         if app.openapi_schema:
             return app.openapi_schema
         tags = list(dict.fromkeys([*first_tags, *(tag for route in app.routes for tag in getattr(route, "tags", None) or ())]))
-        doc = get_openapi(title=app.title, version=app.version, description=app.description, routes=app.routes, tags=[{"name": str(tag)} for tag in tags])
+        doc = get_openapi(title=app.title, version=app.version, description=app.description, routes=app.routes, tags=[{"name": str(getattr(tag, "value", tag))} for tag in tags])
         doc.setdefault("components", {}).setdefault("schemas", {})["Status"] = STATUS_SCHEMA
         ref = {"content": {"application/json": {"schema": {"$ref": "#/components/schemas/Status"}}}}
         for operations in doc.get("paths", {}).values():
