@@ -7,7 +7,7 @@ Opens a fresh SQLite file in a temporary folder (or the given ``--db`` URL) and 
 objects: ``--writes`` of them one transaction each (what an API request does), then as many in
 one batch (what a tick of the control loop does); then deletes as many inside one batch, one
 ``delete`` each, and as many again in one ``delete_many`` (what the event log's retention does
-every 30 s: thousands at a time on a busy server). Prints one JSON line: CPU microseconds per
+every second: hundreds at a time on a busy server). Prints one JSON line: CPU microseconds per
 write for each, medians of ``--rounds``. CPU time, not wall time: the disk's sync is not in it,
 so the figure is the Python and driver work a change to the store can move.
 """
