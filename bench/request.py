@@ -3,14 +3,20 @@ same work called directly, so the difference is what the web framework's path co
 
     python bench/request.py
     python bench/request.py --requests 5000 --rounds 7
+    python bench/request.py --concurrent 16   # 16 requests in flight at a time: their writes commit in groups
 
 Builds a server's application over a fresh SQLite file (no control loop, no authentication)
 and sends it ``--requests`` one-pod vcjob creates as ASGI calls, each awaited in turn, then
 creates as many with ``ApiService.create``. Prints one JSON line: CPU milliseconds per request
-both ways and their difference, medians of ``--rounds``. CPU time (the disk's sync is not in
+both ways and their difference, medians of ``--rounds``, and the mean number of requests the
+writer committed together (``writes_per_commit``). CPU time (the disk's sync is not in
 it). With ``--callgrind-requests N`` it sends N requests with callgrind's counting on and
 nothing else (run it under ``valgrind --tool=callgrind --instr-atstart=no``): the exact
-instruction count of the request path, the same run after run.
+instruction count of the request path, the same run after run. ``--concurrent N`` sends the
+requests N at a time, awaited together, so the writer thread takes them in groups as it does
+for concurrent clients (one at a time, each is a group of one); the direct creates still run
+one at a time, each with its own commit, so their difference then also holds the commits the
+groups shared.
 """
 
 from __future__ import annotations
@@ -54,11 +60,16 @@ async def post(app, body: bytes) -> None:
         sys.exit(f"create answered {sent[0]['status']}: {sent[-1].get('body', b'')[:300]!r}")
 
 
-async def through_app(app, prefix: str, count: int) -> float:
+async def send_all(app, bodies: list[bytes], concurrent: int) -> None:
+    """Every body posted, ``concurrent`` requests in flight at a time."""
+    for start in range(0, len(bodies), concurrent):
+        await asyncio.gather(*(post(app, body) for body in bodies[start : start + concurrent]))
+
+
+async def through_app(app, prefix: str, count: int, concurrent: int = 1) -> float:
     bodies = [json.dumps(job(f"{prefix}-{i}")).encode() for i in range(count)]
     started = time.process_time()
-    for body in bodies:
-        await post(app, body)
+    await send_all(app, bodies, concurrent)
     return 1000 * (time.process_time() - started) / count
 
 
@@ -74,8 +85,11 @@ async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--requests", type=int, default=2000, help="creates per round, each way")
     parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--concurrent", type=int, default=1, metavar="N", help="requests in flight at a time (default 1)")
     parser.add_argument("--callgrind-requests", type=int, default=0, metavar="N", help="only N requests, counted by callgrind")
     args = parser.parse_args()
+    if args.concurrent < 1:
+        parser.error(f"--concurrent: must be at least 1, not {args.concurrent}")
     with tempfile.TemporaryDirectory() as folder:
         store = open_store(f"sqlite:///{Path(folder) / 'lahar.db'}")
         server = build_server(store, load_config(default_config_text()), auth=False, home=Path(folder))
@@ -84,23 +98,31 @@ async def main() -> None:
         if args.callgrind_requests:
             bodies = [json.dumps(job(f"counted-{i}")).encode() for i in range(args.callgrind_requests)]
             instruments("on")
-            for body in bodies:
-                await post(server.app, body)
+            await send_all(server.app, bodies, args.concurrent)
             instruments("off")
-            print(json.dumps({"bench": "request", "counted_requests": args.callgrind_requests}))
+            print(json.dumps({"bench": "request", "counted_requests": args.callgrind_requests, "concurrent": args.concurrent}))
             store.close()
             return
         app_ms, direct_ms = [], []
+        groups_before, writes_before = _write_groups(server)
         for round_ in range(args.rounds):
-            app_ms.append(await through_app(server.app, f"app{round_}", args.requests))
+            app_ms.append(await through_app(server.app, f"app{round_}", args.requests, args.concurrent))
             direct_ms.append(direct(server.service, f"direct{round_}", args.requests))
+        groups, writes = (after - before for after, before in zip(_write_groups(server), (groups_before, writes_before)))
         store.close()
     app_median, direct_median = statistics.median(app_ms), statistics.median(direct_ms)
     print(json.dumps({
-        "bench": "request", "requests": args.requests, "rounds": args.rounds,
+        "bench": "request", "requests": args.requests, "rounds": args.rounds, "concurrent": args.concurrent,
         "through_app_cpu_ms": round(app_median, 3), "direct_cpu_ms": round(direct_median, 3),
         "web_framework_cpu_ms": round(app_median - direct_median, 3),
+        "writes_per_commit": round(writes / groups, 2) if groups else None,
     }))
+
+
+def _write_groups(server) -> tuple[float, float]:
+    """The groups of write requests the server's writer ran so far, and the writes in them."""
+    registry = server.metrics.registry
+    return registry.get_sample_value("lahar_write_groups_total") or 0.0, registry.get_sample_value("lahar_grouped_writes_total") or 0.0
 
 
 if __name__ == "__main__":

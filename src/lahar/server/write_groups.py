@@ -18,6 +18,11 @@ refused on its own keeps its own refusal). Admission's in-memory mirror may then
 writes that were never kept: it is read again from the store (``ApiService.forget_view``).
 Whatever fails, every write taken is answered and the thread goes on.
 
+The write routes await their writes on the event loop (``in_worker``). Once a group has
+committed, its answers are handed to the loop together, in one call: one wake-up of the loop a
+group, where each write's own hand-over (``asyncio.wrap_future``) cost a wake-up a write
+(measured: 5.8% of the instructions of 320 vcjob creates sent 16 at a time).
+
 A call handed over (``submit``) runs inside its own savepoint, so its writes are all kept or
 none; the write routes' calls (create, replace, patch) make all theirs in one batch anyway.
 Only stores whose commit costs a disk sync or a round trip (``COMMIT_SYNCS``: SQLite,
@@ -76,6 +81,29 @@ class WriteGroups:
         self._waiting.put((done, call))
         return done
 
+    def submit_awaited(self, call: Callable[[], T]) -> asyncio.Future[T]:
+        """``submit`` for a caller on the running event loop: the future is that loop's own, and
+        the answers of a group that go to one loop are handed to it together, once the group
+        has committed (one wake-up of the loop a group, not one a write)."""
+        loop = asyncio.get_running_loop()
+        done: asyncio.Future[T] = loop.create_future()
+        self._waiting.put((_Awaited(loop, done), call))
+        return done
+
+
+class _Awaited:
+    """Where a write's answer goes when a coroutine awaits it: a future of ``loop``, set on that
+    loop's thread. A write whose caller gave up (the future cancelled, as a request's is when
+    its client goes away) before its group took it is not run, as for a concurrent future."""
+
+    __slots__ = ("loop", "future")
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, future: asyncio.Future) -> None:
+        self.loop, self.future = loop, future
+
+    def set_running_or_notify_cancel(self) -> bool:
+        return not self.future.cancelled()
+
 
 def _serve(owner: weakref.ref, waiting: queue.SimpleQueue, service: ApiService, limit: int) -> None:
     """The writer thread: wait for a write, take the lock, take every write waiting by then.
@@ -97,11 +125,38 @@ def _serve(owner: weakref.ref, waiting: queue.SimpleQueue, service: ApiService, 
                 answers = [(done, None, exc) for done, _ in group]
             held = time.perf_counter() - taken
         _count(owner, len(answers), held)
-        for done, value, error in answers:
-            if error is None:
-                done.set_result(value)
-            else:
-                done.set_exception(error)
+        _deliver(answers)
+
+
+def _deliver(answers: list[Answer]) -> None:
+    """Set each answer on its future: a concurrent future here, the futures of one event loop
+    all in one call on that loop (a loop that has closed meanwhile has nobody waiting)."""
+    on_loops: dict[asyncio.AbstractEventLoop, list[tuple[asyncio.Future, Any, BaseException | None]]] = {}
+    for done, value, error in answers:
+        if isinstance(done, _Awaited):
+            on_loops.setdefault(done.loop, []).append((done.future, value, error))
+        elif error is None:
+            done.set_result(value)
+        else:
+            done.set_exception(error)
+    for loop, settled in on_loops.items():
+        try:
+            loop.call_soon_threadsafe(_settle, settled)
+        except RuntimeError:  # the loop is closed: its callers are gone
+            log.debug("write groups: %d answers for an event loop that has closed", len(settled))
+
+
+def _settle(settled: list[tuple[asyncio.Future, Any, BaseException | None]]) -> None:
+    """On the futures' loop: each future its value or exception, unless its caller gave up."""
+    for future, value, error in settled:
+        if future.done():
+            continue
+        if error is None:
+            future.set_result(value)
+        elif isinstance(error, StopIteration):  # a future cannot hold one (asyncio's rule)
+            future.set_exception(RuntimeError(f"the write raised StopIteration: {error}"))
+        else:
+            future.set_exception(error)
 
 
 def _take(first: tuple, waiting: queue.SimpleQueue, limit: int) -> list[tuple]:
@@ -133,7 +188,7 @@ def _count(owner: weakref.ref, writes: int, held: float) -> None:
                     log.exception("write groups: a counter failed")
 
 
-Answer = tuple[Future, Any, "BaseException | None"]
+Answer = tuple["Future | _Awaited", Any, "BaseException | None"]
 
 
 def _commit(service: ApiService, group: list[tuple[Future, Callable[[], Any]]]) -> list[Answer]:
@@ -188,4 +243,4 @@ async def in_worker(writer: WriteGroups, call: Callable[..., T], *args: Any, **k
     writes block (the lock, the disk sync) and must not hold up the event loop. It runs in a
     copy of the caller's context variables, as Starlette's ``run_in_threadpool`` runs it."""
     work = functools.partial(contextvars.copy_context().run, call, *args, **kwargs)
-    return await asyncio.wrap_future(writer.submit(work))
+    return await writer.submit_awaited(work)
