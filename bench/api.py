@@ -16,8 +16,8 @@ server for; ``raw`` costs them 0.25 to 0.45 ms and sends 2,300 to 3,000. The clo
 runs from the first submit until the server's ``lahar_binds_total`` reaches ``--jobs``; a pod
 list afterwards confirms how many pods carry a node. Prints one JSON line: pods bound per second
 end to end, p50/p99 submit latency, submit and total seconds, and the server process's CPU seconds
-(per job too: the figure to compare on a busy machine, where wall time depends on the neighbours),
-and how much of it per job the control loop's ticks took (the rest served the requests); how
+(per job too: the figure to compare on a busy machine, where wall time depends on the neighbours;
+and the share of it spent in the kernel, ``server_system_cpu_share``), and how much of it per job the control loop's ticks took (the rest served the requests); how
 long per job the control loop's transactions and the write requests' groups held the server's
 write lock, and what share of the wall clock the two together held it (writes run one at a
 time: near 1, the writes bound the rate, not the CPU); the
@@ -164,13 +164,35 @@ def submit_all(documents: list, args, url: str, port: int, headers: dict[str, st
     return mine, bad
 
 
-def cpu_seconds(pid: int) -> float | None:
-    """User + system CPU seconds of a process so far (Linux ``/proc``; None elsewhere)."""
+def cpu_times(pid: int) -> tuple[float, float] | None:
+    """User and system CPU seconds of a process so far (Linux ``/proc``; None elsewhere)."""
     try:
         fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        tick = os.sysconf("SC_CLK_TCK")
+        return int(fields[11]) / tick, int(fields[12]) / tick
     except (OSError, ValueError, IndexError):
         return None
+
+
+def cpu_seconds(pid: int) -> float | None:
+    """User + system CPU seconds of a process so far (Linux ``/proc``; None elsewhere)."""
+    times = cpu_times(pid)
+    return None if times is None else sum(times)
+
+
+def server_cpu(before: tuple[float, float] | None, after: tuple[float, float] | None, jobs: int) -> dict:
+    """The server's CPU over the run: seconds, milliseconds a job, and the share of it spent in
+    the kernel (system time: the disk syncs, the sockets, the threads' wake-ups); None each
+    where ``/proc`` could not be read."""
+    if before is None or after is None:
+        return {"server_cpu_seconds": None, "server_cpu_ms_per_job": None, "server_system_cpu_share": None}
+    user, system = after[0] - before[0], after[1] - before[1]
+    total = user + system
+    return {
+        "server_cpu_seconds": round(total, 2),
+        "server_cpu_ms_per_job": round(1000 * total / jobs, 2),
+        "server_system_cpu_share": round(system / total, 3) if total > 0 else None,
+    }
 
 
 def metric(client: httpx.Client, name: str) -> float:
@@ -222,7 +244,7 @@ def main() -> None:
                     failures.extend(bad)
 
             threads = [threading.Thread(target=client, args=(i,)) for i in range(args.clients)]
-            cpu_before = cpu_seconds(server.pid)
+            times_before = cpu_times(server.pid)
             with httpx.Client(base_url=url, timeout=60, headers=headers) as c:
                 loop_before = metric(c, LOOP_CPU)
                 groups_before, grouped_before = metric(c, GROUPS), metric(c, GROUPED)
@@ -241,7 +263,7 @@ def main() -> None:
                     time.sleep(0.05)
                     done = binds(c)
                 total = time.perf_counter() - start
-                cpu_after = cpu_seconds(server.pid)
+                times_after = cpu_times(server.pid)
                 loop_cpu = metric(c, LOOP_CPU) - loop_before
                 groups, grouped = metric(c, GROUPS) - groups_before, metric(c, GROUPED) - grouped_before
                 loop_held, requests_held = metric(c, LOOP_HELD) - held_before[0], metric(c, REQUESTS_HELD) - held_before[1]
@@ -270,8 +292,7 @@ def main() -> None:
                         "submit_p99_ms": round(1000 * latencies[int(0.99 * (len(latencies) - 1))], 1) if latencies else None,
                         "submit_seconds": round(submitted, 2),
                         "total_seconds": round(total, 2),
-                        "server_cpu_seconds": round(cpu_after - cpu_before, 2) if cpu_before is not None and cpu_after is not None else None,
-                        "server_cpu_ms_per_job": round(1000 * (cpu_after - cpu_before) / args.jobs, 2) if cpu_before is not None and cpu_after is not None else None,
+                        **server_cpu(times_before, times_after, args.jobs),
                         "loop_cpu_ms_per_job": round(1000 * loop_cpu / args.jobs, 2),
                         "client_cpu_ms_per_job": round(1000 * client_cpu / args.jobs, 2),
                         "writes_per_commit": round(grouped / groups, 2) if groups else None,
