@@ -236,3 +236,27 @@ def test_retention_keeps_the_newest_events_and_drops_old_ones():
     assert [e["message"] for e in store.list("LaharEvent")[0]] == ["fresh"]
     again = EventLog(store, lambda: now[0], max_events=3)  # a restart lists what is there
     assert [name for _, name in again._known] == [e["metadata"]["name"] for e in store.list("LaharEvent")[0]]
+
+
+def _nulls(value, path: str = "") -> list[str]:
+    if value is None:
+        return [path or "."]
+    if isinstance(value, dict):
+        return [found for key, item in value.items() for found in _nulls(item, f"{path}.{key}")]
+    if isinstance(value, list):
+        return [found for i, item in enumerate(value) for found in _nulls(item, f"{path}[{i}]")]
+    return []
+
+
+def test_an_audit_record_without_authentication_names_nobody_and_holds_no_null(tmp_path):
+    """With authentication off nobody is known: the record says so in its message and has no
+    ``user`` (an empty value is left out, as in every object the server writes), so a reader
+    of ``user`` finds it missing rather than null."""
+    from lahar.server.service import ApiService
+
+    store = open_store(f"sqlite:///{tmp_path / 'lahar.db'}")
+    ApiService(store).create(queue("ml", weight=1))
+    audits = [e for e in store.list("LaharEvent")[0] if e["type"] == "Audit"]
+    assert [e["message"] for e in audits] == ["anonymous (authentication off) create Queue ml"]
+    assert "user" not in audits[0] and _nulls(audits[0]) == []
+    store.close()

@@ -279,9 +279,10 @@ class ApiService:
             "type": "Audit",
             "reason": verb,
             "message": f"{who.describe() if who else 'anonymous (authentication off)'} {verb} {obj.get('kind')} {name}",
-            "user": who.user if who else None,
             "timestamp": self.clock(),
         }
+        if who is not None:  # nobody is known without authentication: no ``user``, never a null
+            event["user"] = who.user
         # every audit record's name is drawn from one stem: a name taken is drawn again by the store
         self.store.create({**event, "metadata": {"generateName": "audit-"}}, owned=True)
 
