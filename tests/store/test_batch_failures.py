@@ -79,3 +79,20 @@ def test_a_failure_outside_any_batch_is_a_store_error_and_keeps_nothing(store):
     assert names(store) == before
     store.create(queue("good"))
     assert names(store) == before | {"good"}
+
+
+def test_a_read_that_fails_inside_a_batch_is_a_store_error_and_leaves_the_batch_to_commit(store, tmp_path):
+    """A read inside a batch (a request reads its admission view and the store's version in its
+    write group's batch) that the database refuses answers a ``StoreError`` naming the database,
+    the driver's error as its cause; a read changes nothing, so the batch's writes still commit."""
+    with store.batch():
+        store.create(queue("good"))
+        conn = store._local.conn  # the batch's own connection: the table goes away for this read only
+        conn.exec_driver_sql("ALTER TABLE objects RENAME TO objects_away")
+        with pytest.raises(StoreError, match="no such table") as failed:
+            store.get("Queue", "good")
+        assert str(tmp_path / "lahar.db") in str(failed.value)
+        assert isinstance(failed.value.__cause__, sqlite3.Error)
+        conn.exec_driver_sql("ALTER TABLE objects_away RENAME TO objects")
+        assert store.get("Queue", "good")["metadata"]["name"] == "good"
+    assert "good" in names(store)

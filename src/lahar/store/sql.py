@@ -277,16 +277,20 @@ class SqlStore:
         """The ``StoreError`` for a database failure while ``doing``: the database and the cause."""
         return StoreError(f"{self.where}: cannot {doing}: {_cause(exc, self.busy_timeout)}")
 
-    @contextmanager
-    def _reading(self) -> Iterator[Connection]:
-        """A consistent snapshot; in this thread's batch, the batch (which sees its own writes)."""
+    def _reading(self) -> ContextManager[Connection]:
+        """A consistent snapshot; in this thread's batch, the batch (which sees its own writes),
+        taken through ``_HeldRead``: a request reads its admission view and the store's version
+        inside its write group's batch, and two generator context managers per read cost more
+        than the driver's work."""
         held = getattr(self._local, "conn", None)
-        with self._errors("read"):
-            if held is not None:
-                yield held
-                return
-            with self._connect() as conn, conn.begin():
-                yield conn
+        if held is not None:
+            return _HeldRead(self, held)
+        return self._new_read()
+
+    @contextmanager
+    def _new_read(self) -> Iterator[Connection]:
+        with self._errors("read"), self._connect() as conn, conn.begin():
+            yield conn
 
     def _writing(self) -> ContextManager[Connection]:
         """This thread's write transaction: a new one, or its open batch's.
@@ -642,6 +646,24 @@ class SqlStore:
             finally:
                 self._writer.release()
         self.engine.dispose()
+
+
+class _HeldRead:
+    """A read inside this thread's open batch (``SqlStore._reading``): its connection; a
+    database failure becomes a ``StoreError`` (as ``_errors`` words it). A read changes nothing,
+    so unlike a write it does not doom the batch."""
+
+    __slots__ = ("store", "conn")
+
+    def __init__(self, store: SqlStore, conn: Connection) -> None:
+        self.store, self.conn = store, conn
+
+    def __enter__(self) -> Connection:
+        return self.conn
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, trace: Any) -> None:
+        if exc is not None and isinstance(exc, (DBAPIError, self.store._driver_error)):
+            raise self.store._failure("read", exc) from exc
 
 
 class _HeldWrite:
