@@ -666,18 +666,12 @@ class _HeldRead:
             raise self.store._failure("read", exc) from exc
 
 
-class _HeldWrite:
+class _HeldWrite(_HeldRead):
     """A write inside this thread's open batch (``SqlStore._writing``): its connection; a
     database failure becomes a ``StoreError`` (as ``_errors`` words it), and any ``StoreError``
     dooms the batch."""
 
-    __slots__ = ("store", "conn")
-
-    def __init__(self, store: SqlStore, conn: Connection) -> None:
-        self.store, self.conn = store, conn
-
-    def __enter__(self) -> Connection:
-        return self.conn
+    __slots__ = ()
 
     def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, trace: Any) -> None:
         if exc is None:
