@@ -25,7 +25,7 @@ def _figures(*args: str) -> dict:
 
 def test_one_request_at_a_time_is_a_group_of_one():
     figures = _figures("--requests", "30", "--rounds", "1")
-    assert (figures["bench"], figures["requests"], figures["concurrent"]) == ("request", 30, 1)
+    assert (figures["bench"], figures["requests"], figures["concurrent"], figures["auth"]) == ("request", 30, 1, False)
     assert figures["writes_per_commit"] == 1.0
     assert figures["through_app_cpu_ms"] > 0 and figures["direct_cpu_ms"] > 0
 
@@ -34,6 +34,11 @@ def test_requests_in_flight_together_commit_together():
     figures = _figures("--requests", "64", "--rounds", "1", "--concurrent", "8")
     assert figures["concurrent"] == 8
     assert 1.0 < figures["writes_per_commit"] <= 8.0
+
+
+def test_with_authentication_every_request_sends_the_admin_token():
+    figures = _figures("--requests", "32", "--rounds", "1", "--concurrent", "8", "--auth")
+    assert figures["auth"] is True and figures["through_app_cpu_ms"] > 0  # any answer but 201 exits non-zero
 
 
 def test_a_concurrency_below_one_is_refused():
