@@ -40,7 +40,7 @@ import threading
 import time
 import weakref
 from concurrent.futures import Future
-from typing import TYPE_CHECKING, Any, Callable, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, TypeAlias, TypeVar
 
 if TYPE_CHECKING:
     from lahar.server.service import ApiService
@@ -188,10 +188,11 @@ def _count(owner: weakref.ref, writes: int, held: float) -> None:
                     log.exception("write groups: a counter failed")
 
 
-Answer = tuple["Future | _Awaited", Any, "BaseException | None"]
+Waiter: TypeAlias = "Future[Any] | _Awaited"  # where a write's answer goes: ``submit``'s future, or ``submit_awaited``'s
+Answer = tuple[Waiter, Any, "BaseException | None"]
 
 
-def _commit(service: ApiService, group: list[tuple[Future, Callable[[], Any]]]) -> list[Answer]:
+def _commit(service: ApiService, group: list[tuple[Waiter, Callable[[], Any]]]) -> list[Answer]:
     """Run the group's writes in one transaction, each in its own savepoint; their answers."""
     answers: list[Answer] = []
     try:
@@ -200,11 +201,12 @@ def _commit(service: ApiService, group: list[tuple[Future, Callable[[], Any]]]) 
                 answers.append(_in_savepoint(service, done, call))
     except BaseException as exc:  # noqa: BLE001 - the commit failed: nothing of the group was kept
         service.forget_view()
-        return [(done, None, error or exc) for done, _, error in answers] + [(done, None, exc) for done, _ in group[len(answers) :]]
+        failed: list[Answer] = [(done, None, error or exc) for done, _, error in answers]
+        return failed + [(done, None, exc) for done, _ in group[len(answers) :]]
     return answers
 
 
-def _in_savepoint(service: ApiService, done: Future, call: Callable[[], Any]) -> Answer:
+def _in_savepoint(service: ApiService, done: Waiter, call: Callable[[], Any]) -> Answer:
     """One write of a group, undone alone (its savepoint) if it raises. Admission's mirror is
     then compared with the store inside the group's transaction, where no other writer can
     have taken the versions the undone writes used: if it read one of them, it is read again."""
@@ -216,7 +218,7 @@ def _savepointed(store: Any, call: Callable[[], T]) -> T:
         return call()
 
 
-def _answer(service: ApiService, done: Future, call: Callable[[], Any]) -> Answer:
+def _answer(service: ApiService, done: Waiter, call: Callable[[], Any]) -> Answer:
     """``call``'s value, or its exception once its writes were undone (in its savepoint in a
     group; alone, on a store without a disk sync to share, in the one batch each write route
     makes): a mirror that read one of them is then read again."""
