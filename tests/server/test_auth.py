@@ -142,3 +142,22 @@ def test_users_see_their_own_audit_events_and_only_their_queues_job_events(secur
         assert labels.get("lahar.dev/job") != "secret-b" and "secret-b" not in e.get("message", ""), e
     assert any(e["type"] == "Audit" and e["user"] == "alice" for e in seen(alice))
     assert any((e["metadata"].get("labels") or {}).get("lahar.dev/job") == "secret-b" for e in seen(bob))
+
+
+def test_a_replace_keeps_the_owner_a_user_cannot_drop_or_hand_over(secured):
+    """The owner stamp is the server's: a user's replace without it, or naming someone else,
+    leaves the work theirs (so they can still change and delete it); an admin may hand it over."""
+    _, c, admin = secured
+    alice = c.post("/lahar/v1/tokens", json={"user": "alice"}, headers=bearer(admin)).json()["token"]
+    bob = c.post("/lahar/v1/tokens", json={"user": "bob"}, headers=bearer(admin)).json()["token"]
+    assert c.post(JOBS, json=job("mine", "default"), headers=bearer(alice)).status_code == 201
+    replaced = c.put(f"{JOBS}/mine", json=job("mine", "default"), headers=bearer(alice))
+    assert replaced.status_code == 200 and replaced.json()["metadata"]["annotations"]["lahar.dev/owner"] == "alice"
+    handed = job("mine", "default")
+    handed["metadata"]["annotations"] = {"lahar.dev/owner": "bob"}
+    assert c.put(f"{JOBS}/mine", json=handed, headers=bearer(alice)).json()["metadata"]["annotations"]["lahar.dev/owner"] == "alice"
+    assert c.patch(f"{JOBS}/mine", json={"metadata": {"annotations": {"lahar.dev/owner": None}}}, headers=bearer(alice)).status_code == 200
+    assert c.get(f"{JOBS}/mine", headers=bearer(bob)).status_code == 403
+    assert c.get(f"{JOBS}/mine", headers=bearer(alice)).json()["metadata"]["annotations"]["lahar.dev/owner"] == "alice"
+    assert c.put(f"{JOBS}/mine", json=handed, headers=bearer(admin)).json()["metadata"]["annotations"]["lahar.dev/owner"] == "bob"
+    assert c.delete(f"{JOBS}/mine", headers=bearer(bob)).status_code == 200

@@ -79,6 +79,18 @@ class Access:
             return
         raise Forbidden(f"{who.describe()} may not {verb} {kind} {name}: only admins may")
 
+    @staticmethod
+    def keep_owner(who: Principal | None, obj: ApiObject, stored: dict) -> None:
+        """The owner stamp of a replaced object (``obj``, to be written over ``stored``) is the
+        server's: a user's body cannot drop it or name someone else. An admin's body (or any
+        body with authentication off) may name a new owner; one that names none keeps the old."""
+        owner = ((stored.get("metadata") or {}).get("annotations") or {}).get(OWNER)
+        annotations = obj.metadata.annotations
+        if who is not None and not who.admin:
+            annotations.pop(OWNER, None)
+        if owner is not None:
+            annotations.setdefault(OWNER, owner)
+
     def may_read(self, who: Principal | None, obj: dict) -> bool:
         if who is None or who.admin:
             return True
