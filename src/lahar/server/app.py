@@ -25,7 +25,7 @@ import json
 import time
 from pathlib import Path
 from dataclasses import dataclass
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterator, TypeVar
 
 from fastapi import Depends, FastAPI, Query, Request
 from fastapi.exceptions import RequestValidationError
@@ -38,11 +38,14 @@ from lahar.errors import BadRequest, LaharError, NotFound
 from lahar.scheduler.cache import format_time
 from lahar.scheduler.reasons import quantities_text
 from lahar.server import events, forecast_routes, openapi, usage_routes
+from lahar.server.auth import as_caller
 from lahar.server.bodies import JSON_OBJECT_BODY, JsonAnswer, PathOnlyRoute, json_object
 from lahar.server.limits import LimitsMiddleware
 from lahar.server.service import EVENT_KIND, ApiService
 from lahar.server.write_groups import WriteGroups, in_worker
 from lahar.store.base import json_bytes, watch_through
+
+T = TypeVar("T")
 
 __all__ = ["create_app", "RESOURCES", "Resource"]
 
@@ -94,7 +97,7 @@ def create_app(
     if tokens is not None:
         from lahar.server.auth import AuthMiddleware
 
-        app.add_middleware(AuthMiddleware, tokens=tokens)
+        app.add_middleware(AuthMiddleware, tokens=tokens, routes=app.router.routes)  # the list, filled in below
         _add_token_routes(app, tokens)
     app.add_middleware(LimitsMiddleware)  # added last: runs first
 
@@ -180,7 +183,7 @@ def _add_resource_routes(app: FastAPI, service: ApiService, resource: Resource, 
         body.setdefault("apiVersion", resource.group_version)
         if body.get("kind") != resource.kind:
             raise BadRequest(f'kind "{body.get("kind")}" cannot be created at {resource.plural}')
-        return JsonAnswer(await in_worker(writer, service.create, body, namespace, who=_who(request)), status_code=201)
+        return JsonAnswer(await _in_group(writer, request, service.create, body, namespace), status_code=201)
 
     def get_object(request: Request, name: str, namespace: str | None = None) -> JsonAnswer:
         return JsonAnswer(service.get(resource.kind, key(namespace, name), who=_who(request)))
@@ -193,13 +196,13 @@ def _add_resource_routes(app: FastAPI, service: ApiService, resource: Resource, 
         if meta.get("name", name) != name:
             raise BadRequest(f'metadata.name "{meta.get("name")}" does not match the path\'s name "{name}"')
         meta["name"] = name
-        return JsonAnswer(await in_worker(writer, service.update, body, namespace, who=_who(request)))
+        return JsonAnswer(await _in_group(writer, request, service.update, body, namespace))
 
     async def patch_object(request: Request, name: str, namespace: str | None = None) -> JsonAnswer:
         """JSON merge patch (RFC 7386): only the fields sent change; null removes one. Without
         metadata.resourceVersion in the patch it applies to the object as stored now."""
         body = await json_object(request)
-        return JsonAnswer(await in_worker(writer, service.patch, resource.kind, key(namespace, name), body, who=_who(request)))
+        return JsonAnswer(await _in_group(writer, request, service.patch, resource.kind, key(namespace, name), body))
 
     def delete_object(request: Request, name: str, namespace: str | None = None) -> JsonAnswer:
         return JsonAnswer(service.delete(resource.kind, key(namespace, name), who=_who(request)))
@@ -233,6 +236,16 @@ def _without_namespace(endpoint: Callable) -> Callable:
 
 def _who(request: Request):
     return getattr(request.state, "principal", None)
+
+
+async def _in_group(writer: WriteGroups, request: Request, call: Callable[..., T], *args: Any) -> T:
+    """``call(*args, who=...)`` in the writer's next group (``in_worker``), as the caller: a
+    token not yet checked (``Credentials``) is checked there, first, in the group's batch."""
+    return await in_worker(writer, _as_caller_call, _who(request), call, *args)
+
+
+def _as_caller_call(who: Any, call: Callable[..., T], *args: Any) -> T:
+    return call(*args, who=as_caller(who))
 
 
 def _labels(selector: str | None) -> dict[str, str] | None:

@@ -15,17 +15,18 @@ from __future__ import annotations
 import ipaddress
 import json
 import os
+import re
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 
 from lahar.errors import BadRequest, LaharError, NotFound
-from lahar.security import TokenRecord, authenticate, new_token
+from lahar.security import Principal, TokenRecord, authenticate, new_token
 
-__all__ = ["TokenStore", "AuthMiddleware", "bootstrap_admin_token", "is_loopback", "token_request", "PUBLIC_PATHS"]
+__all__ = ["TokenStore", "AuthMiddleware", "Credentials", "as_caller", "bootstrap_admin_token", "is_loopback", "token_request", "PUBLIC_PATHS"]
 
 TOKEN_KIND = "Token"
 MAX_GROUPS = 64
@@ -115,18 +116,90 @@ def is_loopback(host: str) -> bool:
         return False
 
 
+class Credentials:
+    """A write request's bearer credentials, checked once, where it is cheapest.
+
+    The routes of the hot writes (a create, replace or patch of an object) check them in the
+    write group that runs the write, where reading the token is a read in the group's open
+    batch, not a transaction of its own on the event loop. Any other answer checks them first
+    (``AuthMiddleware``), so a bad token is still refused before anything else is said.
+
+    It stands in for the ``Principal`` on the request: reading any of its fields checks it, so
+    a route that uses it unawares still sees the caller, or ``Unauthorized``."""
+
+    __slots__ = ("header", "lookup", "checked", "_principal", "_refusal")
+
+    def __init__(self, header: str | None, lookup: Callable[[str], TokenRecord | None]) -> None:
+        self.header, self.lookup = header, lookup
+        self.checked = False
+        self._principal: Principal | None = None
+        self._refusal: LaharError | None = None
+
+    def principal(self) -> Principal:
+        """The caller; ``Unauthorized`` for a missing, malformed, unknown or revoked token."""
+        if not self.checked:
+            try:
+                self._principal = authenticate(self.header, self.lookup)
+            except LaharError as exc:
+                self._refusal = exc
+            self.checked = True
+        if self._refusal is not None:
+            raise self._refusal
+        assert self._principal is not None
+        return self._principal
+
+    def refusal(self) -> LaharError | None:
+        """Why the credentials are refused (checking them now if no one has), or None."""
+        try:
+            self.principal()
+        except LaharError as exc:
+            return exc
+        return None
+
+    @property
+    def user(self) -> str:
+        return self.principal().user
+
+    @property
+    def groups(self) -> tuple[str, ...]:
+        return self.principal().groups
+
+    @property
+    def admin(self) -> bool:
+        return self.principal().admin
+
+    def describe(self) -> str:
+        return self.principal().describe()
+
+
+def as_caller(who: Any) -> Principal | None:
+    """The principal a request's ``who`` stands for (``Credentials`` are checked here)."""
+    return who.principal() if isinstance(who, Credentials) else who
+
+
+def _refused(exc: LaharError) -> JSONResponse:
+    return JSONResponse(exc.to_status(), status_code=exc.http_status, headers={"WWW-Authenticate": "Bearer"})
+
+
 class AuthMiddleware:
     """Every HTTP request but the public paths carries a valid bearer token; its principal is
     kept on the request (``request.state.principal``).
+
+    A request for one of ``routes``' ``PathOnlyRoute`` routes (the hot writes) gets its
+    ``Credentials`` there instead, unchecked: the route checks them in its write group. If
+    the app answers such a request, or fails, before they are checked, they are checked then,
+    before anything is sent: refused, the 401 is the whole answer.
 
     A plain ASGI middleware: Starlette's ``BaseHTTPMiddleware`` runs the rest of the app in a
     task of its own and copies the response through a stream, which cost about 0.5 ms of CPU a
     request (measured: an authenticated vcjob create, in-process, 1.32 against 0.75 ms without
     authentication)."""
 
-    def __init__(self, app: Any, tokens: TokenStore) -> None:
+    def __init__(self, app: Any, tokens: TokenStore, routes: list | None = None) -> None:
         self.app = app
         self.tokens = tokens
+        self.routes = routes if routes is not None else []
+        self._checked_in_route: dict[str, re.Pattern] | None = None
 
     async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
         if scope["type"] != "http":
@@ -137,10 +210,68 @@ class AuthMiddleware:
         if path == "/healthz" or path.startswith(("/ui", "/favicon")):
             await self.app(scope, receive, send)
             return
+        header = request.headers.get("authorization")
+        if self._checks_in_route(scope["method"], path):
+            credentials = Credentials(header, self.tokens.lookup)
+            request.state.principal = credentials
+            await _answer_checked(self.app, credentials, scope, receive, send)
+            return
         try:
-            request.state.principal = authenticate(request.headers.get("authorization"), self.tokens.lookup)
+            request.state.principal = authenticate(header, self.tokens.lookup)
         except LaharError as exc:
-            response = JSONResponse(exc.to_status(), status_code=exc.http_status, headers={"WWW-Authenticate": "Bearer"})
-            await response(scope, receive, send)
+            await _refused(exc)(scope, receive, send)
             return
         await self.app(scope, receive, send)
+
+    def _checks_in_route(self, method: str, path: str) -> bool:
+        if self._checked_in_route is None:  # the routes are all there by the first request
+            self._checked_in_route = _path_only_patterns(self.routes)
+        pattern = self._checked_in_route.get(method)
+        return pattern is not None and pattern.fullmatch(path) is not None
+
+
+def _path_only_patterns(routes: list) -> dict[str, re.Pattern]:
+    """A pattern for each method, matching the paths of the ``PathOnlyRoute`` routes among
+    ``routes`` that take it (their own path patterns, without their named groups)."""
+    from lahar.server.bodies import PathOnlyRoute
+
+    paths: dict[str, list[str]] = {}
+    for route in routes:
+        if isinstance(route, PathOnlyRoute):
+            bare = re.sub(r"\(\?P<\w+>", "(?:", route.path_regex.pattern.removeprefix("^").removesuffix("$"))
+            for method in route.methods or ():
+                paths.setdefault(method, []).append(f"(?:{bare})")
+    return {method: re.compile("|".join(found)) for method, found in paths.items()}
+
+
+async def _answer_checked(app: Any, credentials: Credentials, scope: dict, receive: Any, send: Any) -> None:
+    """``app``'s answer, unless ``credentials`` are refused: then the 401 alone."""
+    started = refused = False
+
+    async def send_checked(message: dict) -> None:
+        nonlocal started, refused
+        if refused:
+            return  # the rest of the app's answer
+        if message["type"] == "http.response.start":
+            refusal = credentials.refusal()
+            if refusal is not None:
+                refused = True
+                await _send_whole(_refused(refusal), send)
+                return
+            started = True
+        await send(message)
+
+    try:
+        await app(scope, receive, send_checked)
+    except Exception:
+        if refused:
+            return  # the 401 has been sent whole
+        refusal = None if started else credentials.refusal()
+        if refusal is None:
+            raise
+        await _send_whole(_refused(refusal), send)
+
+
+async def _send_whole(response: JSONResponse, send: Any) -> None:
+    await send({"type": "http.response.start", "status": response.status_code, "headers": response.raw_headers})
+    await send({"type": "http.response.body", "body": response.body})
