@@ -39,6 +39,8 @@ __all__ = [
     "SUBMIT_ACL",
     "ADMIN_ACL",
     "OWNER",
+    "ServerPrincipal",
+    "server_principal",
 ]
 
 SUBMIT_ACL = "lahar.dev/submit-acl"
@@ -56,6 +58,21 @@ class Principal:
     def describe(self) -> str:
         groups = f" (groups {', '.join(self.groups)})" if self.groups else ""
         return f"{'admin ' if self.admin else ''}user {self.user}{groups}"
+
+
+@dataclass(frozen=True)
+class ServerPrincipal(Principal):
+    """The server acting on its own account (``lahar server --demo`` seeding its objects): an
+    admin whose user name no token can carry (a token's user cannot hold ``:``)."""
+
+    doing: str = ""
+
+    def describe(self) -> str:
+        return f"the server ({self.doing})"
+
+
+def server_principal(doing: str) -> ServerPrincipal:
+    return ServerPrincipal("system:lahar-server", admin=True, doing=doing)
 
 
 @dataclass

@@ -161,3 +161,17 @@ def test_a_replace_keeps_the_owner_a_user_cannot_drop_or_hand_over(secured):
     assert c.get(f"{JOBS}/mine", headers=bearer(alice)).json()["metadata"]["annotations"]["lahar.dev/owner"] == "alice"
     assert c.put(f"{JOBS}/mine", json=handed, headers=bearer(admin)).json()["metadata"]["annotations"]["lahar.dev/owner"] == "bob"
     assert c.delete(f"{JOBS}/mine", headers=bearer(bob)).status_code == 200
+
+
+def test_the_demos_objects_are_audited_as_made_by_the_server_itself(tmp_path):
+    """``lahar server --demo`` seeds its objects itself: their audit records say so, not that
+    authentication was off (it is on), and name no user a token could have."""
+    from lahar.cli.server_cmd import _load_demo
+
+    built = build_server(MemoryStore(), load_config(default_config_text()), home=tmp_path)
+    _load_demo(built.service)
+    audits = [e for e in built.store.list("LaharEvent")[0] if e.get("type") == "Audit"]
+    assert len(audits) == 4 + 3 + 4  # nodes, queues, jobs
+    assert {e["user"] for e in audits} == {"system:lahar-server"}
+    assert all(e["message"].startswith("the server (lahar server --demo) create ") for e in audits)
+    assert not any("anonymous" in e["message"] for e in audits)

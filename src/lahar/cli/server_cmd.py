@@ -74,11 +74,13 @@ def _load_demo(service) -> None:
     from importlib import resources
 
     from lahar.model.manifest import load_objects
+    from lahar.security import server_principal
 
     if service.list("Node")[0]:
         typer.echo("--demo: the database already holds nodes; nothing loaded", err=True)
         return
     text = (resources.files("lahar") / "examples" / "demo.yaml").read_text(encoding="utf-8")
+    seeder = server_principal("lahar server --demo")  # audited as the server's, not anonymous
     for obj in load_objects(text, "demo.yaml"):
-        service.create(obj.dump())
+        service.create(obj.dump(), who=seeder)
     typer.echo("--demo: loaded 4 nodes, 3 queues and 4 jobs", err=True)
