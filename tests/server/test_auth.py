@@ -175,3 +175,27 @@ def test_the_demos_objects_are_audited_as_made_by_the_server_itself(tmp_path):
     assert {e["user"] for e in audits} == {"system:lahar-server"}
     assert all(e["message"].startswith("the server (lahar server --demo) create ") for e in audits)
     assert not any("anonymous" in e["message"] for e in audits)
+
+
+def test_a_user_cannot_move_work_into_a_queue_they_may_not_submit_to(secured):
+    """Changing the queue of one's work is a submission to the new queue: its submit ACL must
+    admit the user (a podgroup's spec.queue, a bare pod's queue annotation)."""
+    _, c, admin = secured
+    alice = c.post("/lahar/v1/tokens", json={"user": "alice"}, headers=bearer(admin)).json()["token"]
+    for name, acl in (("mine", "alice"), ("also-mine", "alice"), ("bobs", "bob")):
+        assert c.post(Q, json={"kind": "Queue", "metadata": {"name": name, "annotations": {"lahar.dev/submit-acl": acl}}}, headers=bearer(admin)).status_code == 201
+    groups = "/apis/scheduling.volcano.sh/v1beta1/namespaces/default/podgroups"
+    pods = "/api/v1/namespaces/default/pods"
+    queue_of_pod = "scheduling.volcano.sh/queue-name"
+    pod = {"kind": "Pod", "metadata": {"name": "p", "annotations": {queue_of_pod: "mine"}}, "spec": {"containers": [{"name": "c"}]}}
+    assert c.post(groups, json={"kind": "PodGroup", "metadata": {"name": "pg"}, "spec": {"queue": "mine", "minMember": 1}}, headers=bearer(alice)).status_code == 201
+    assert c.post(pods, json=pod, headers=bearer(alice)).status_code == 201
+    moves = [
+        (f"{groups}/pg", {"spec": {"queue": "bobs"}}, {"spec": {"queue": "also-mine"}}),
+        (f"{pods}/p", {"metadata": {"annotations": {queue_of_pod: "bobs"}}}, {"metadata": {"annotations": {queue_of_pod: "also-mine"}}}),
+    ]
+    for path, refused, allowed in moves:
+        denied = c.patch(path, json=refused, headers=bearer(alice))
+        assert denied.status_code == 403 and "may not submit to queue bobs" in denied.json()["message"], (path, denied.text)
+        assert c.patch(path, json=allowed, headers=bearer(alice)).status_code == 200, path
+        assert c.patch(path, json=refused, headers=bearer(admin)).status_code == 200, path  # admins may

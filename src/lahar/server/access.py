@@ -5,7 +5,7 @@
   needs its admin ACL (ACLs are inherited down the tree);
 - work (jobs, podgroups, bare pods) may be submitted to a queue whose submit ACL admits the
   user, and is stamped with its owner; a user reads, changes and deletes only their own work
-  unless they administer its queue;
+  unless they administer its queue, and moves it only to a queue they may submit to;
 - nodes, priority classes, tokens: admins only; a queue Command needs the queue's admin ACL.
 
 ``None`` as principal means authentication is off: everything is allowed.
@@ -78,6 +78,15 @@ class Access:
             check_admin(who, queue, self.lookup, f"{verb} {kind} {name}, owned by someone else, in")
             return
         raise Forbidden(f"{who.describe()} may not {verb} {kind} {name}: only admins may")
+
+    def move(self, who: Principal | None, obj: ApiObject, stored: dict) -> None:
+        """A replace that moves work to another queue submits it there: the new queue's submit
+        ACL must admit the user (admins, and everyone with authentication off, may move it)."""
+        if who is None or who.admin:
+            return
+        target = queue_of(obj)
+        if target is not None and target != queue_of(stored):
+            check_submit(who, target, self.lookup)
 
     @staticmethod
     def keep_owner(who: Principal | None, obj: ApiObject, stored: dict) -> None:

@@ -153,6 +153,7 @@ class ApiService:
             stored = self.store.get(obj.kind, obj.key)
             view = self.view()
             self.access.change(who, stored, "update")
+            self.access.move(who, obj, stored)
             self.access.keep_owner(who, obj, stored)
             old = KINDS[obj.kind].model_validate(stored)
             _keep_status(obj, old)
