@@ -351,3 +351,36 @@ def test_command_rules(cmd, expected):
     if expected and ":" not in expected[0]:
         got = [g.split(":")[0] for g in got]
     assert got == expected
+
+
+# ----------------------------------------------------------------------------- job update
+
+_ONLY = "job updates may not change fields other than `minAvailable`, `tasks[*].replicas under spec` and `PriorityClassName`"
+_STORED = job("j").queue("a").tasks(2, cpu="1")
+
+
+@pytest.mark.parametrize(
+    "changed,expected",
+    [
+        (job("j").queue("a").tasks(2, cpu="1"), []),
+        (job("j").queue("a").tasks(5, cpu="1"), []),
+        (job("j").queue("a").tasks(0, cpu="1"), []),
+        (job("j").queue("a").min_available(2).tasks(2, cpu="1"), []),
+        (job("j").queue("a").priority_class("high").tasks(2, cpu="1"), []),
+        (job("j").queue("b").tasks(2, cpu="1"), [f"spec: Forbidden: {_ONLY}"]),
+        (job("j").queue("a").tasks(2, cpu="2"), [f"spec: Forbidden: {_ONLY}"]),
+        (job("j").queue("a").tasks(2, name="renamed", cpu="1"), [f"spec: Forbidden: {_ONLY}"]),
+        (job("j").queue("a").tasks(2, cpu="1").tasks(1, name="extra"), ["spec.tasks: Forbidden: job updates may not add or remove tasks"]),
+        (job("j").queue("a").min_available(3).tasks(2, cpu="1"), ["spec.minAvailable: Invalid value: 3: must be <= the total number of replicas (2)"]),
+    ],
+)
+def test_a_job_update_changes_only_replicas_min_available_and_priority_class(changed, expected):
+    """Volcano's job update rule: the spec stays as created but for those fields (and the queue
+    with it, so a job cannot be moved past its queue's state or its ACLs)."""
+    world = view(queue("a"), queue("b"))
+    assert errors_of(admit_update, _STORED.build(), changed.build(), world) == expected
+
+
+def test_a_job_update_keeps_its_queue_even_once_that_queue_has_closed():
+    world = view(queue("a").state("Closed"))
+    assert errors_of(admit_update, _STORED.build(), job("j").queue("a").tasks(4, cpu="1").build(), world) == []

@@ -17,6 +17,7 @@ from lahar.admission.workload import (
     mutate_job,
     mutate_podgroup,
     validate_job,
+    validate_job_update,
     validate_pod,
     validate_podgroup,
 )
@@ -88,6 +89,8 @@ def admit_update(old: ApiObject, new: ApiObject, view: ClusterView) -> ApiObject
     else:
         new = mutate(new)
         errors = _validate_update_generic(new, view)
+        if not errors and isinstance(old, Job) and isinstance(new, Job):
+            errors = validate_job_update(old, new)
     if errors:
         raise Invalid(new.kind, new.name, errors)
     return new

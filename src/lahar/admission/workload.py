@@ -111,6 +111,31 @@ def validate_job(job: Job, view: ClusterView, *, check_queue: bool = True) -> li
     return errors
 
 
+JOB_UPDATE_FIELDS = "job updates may not change fields other than `minAvailable`, `tasks[*].replicas under spec` and `PriorityClassName`"
+
+
+def validate_job_update(old: Job, new: Job) -> list[FieldError]:
+    """Volcano's rule for a job's update (its ``validateJobUpdate``): the tasks stay as many,
+    and the spec stays as it was but for ``minAvailable``, each task's ``replicas`` and
+    ``minAvailable``, and ``priorityClassName``. So a job stays in its queue."""
+    if len(old.spec.tasks) != len(new.spec.tasks):
+        return [FieldError.forbidden("spec.tasks", "job updates may not add or remove tasks")]
+    if _fixed_part(old) != _fixed_part(new):
+        return [FieldError.forbidden("spec", JOB_UPDATE_FIELDS)]
+    return []
+
+
+def _fixed_part(job: Job) -> dict:
+    """The spec without what an update may change."""
+    spec = job.spec.model_dump(by_alias=True, exclude_none=True)
+    spec.pop("minAvailable", None)
+    spec.pop("priorityClassName", None)
+    for task in spec.get("tasks", []):
+        task.pop("replicas", None)
+        task.pop("minAvailable", None)
+    return spec
+
+
 def validate_podgroup(group: PodGroup, view: ClusterView, *, check_queue: bool = True) -> list[FieldError]:
     errors: list[FieldError] = []
     check_metadata(errors, group.metadata, label_name=False, namespaced=True)
