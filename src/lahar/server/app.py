@@ -38,7 +38,7 @@ from lahar.errors import BadRequest, LaharError, NotFound
 from lahar.scheduler.cache import format_time
 from lahar.scheduler.reasons import quantities_text
 from lahar.server import events, forecast_routes, openapi, usage_routes
-from lahar.server.auth import as_caller
+from lahar.server.auth import AuthMiddleware, as_caller
 from lahar.server.bodies import JSON_OBJECT_BODY, JsonAnswer, PathOnlyRoute, json_object
 from lahar.server.limits import LimitsMiddleware
 from lahar.server.service import EVENT_KIND, ApiService
@@ -95,8 +95,6 @@ def create_app(
     app = FastAPI(title="Lahar", version=__version__, description="Queue-based batch scheduling for shared clusters.")
     app.state.service, app.state.loop = service, loop
     if tokens is not None:
-        from lahar.server.auth import AuthMiddleware
-
         app.add_middleware(AuthMiddleware, tokens=tokens, routes=app.router.routes)  # the list, filled in below
         _add_token_routes(app, tokens)
     app.add_middleware(LimitsMiddleware)  # added last: runs first
