@@ -40,6 +40,8 @@ __all__ = [
     "ADMIN_ACL",
     "OWNER",
     "ServerPrincipal",
+    "bearer_token",
+    "INVALID_TOKEN",
     "server_principal",
 ]
 
@@ -47,6 +49,7 @@ SUBMIT_ACL = "lahar.dev/submit-acl"
 ADMIN_ACL = "lahar.dev/admin-acl"
 OWNER = "lahar.dev/owner"
 _PREFIX = "lahar_"
+INVALID_TOKEN = "invalid or revoked token"
 
 
 @dataclass(frozen=True)
@@ -100,17 +103,24 @@ def new_token(user: str, groups: Iterable[str] = (), admin: bool = False) -> tup
     return f"{_PREFIX}{token_id}_{secret}", record
 
 
-def authenticate(header: str | None, lookup: Callable[[str], TokenRecord | None]) -> Principal:
-    """The principal behind an ``Authorization: Bearer <token>`` header, or ``Unauthorized``."""
+def bearer_token(header: str | None) -> tuple[str, str]:
+    """``(token id, secret)`` from an ``Authorization: Bearer <token>`` header (either may be
+    empty); ``Unauthorized`` when there is no header or it is not a Lahar bearer token."""
     if not header:
         raise Unauthorized("authentication required: send Authorization: Bearer <token> (see `lahar token create`)")
     scheme, _, token = header.partition(" ")
     if scheme.lower() != "bearer" or not token.startswith(_PREFIX):
         raise Unauthorized("malformed credentials: expected Authorization: Bearer lahar_<id>_<secret>")
     token_id, _, secret = token[len(_PREFIX) :].partition("_")
+    return token_id, secret
+
+
+def authenticate(header: str | None, lookup: Callable[[str], TokenRecord | None]) -> Principal:
+    """The principal behind an ``Authorization: Bearer <token>`` header, or ``Unauthorized``."""
+    token_id, secret = bearer_token(header)
     record = lookup(token_id) if token_id and secret else None
     if record is None or record.revoked or not hmac.compare_digest(record.secret_hash, hash_secret(secret)):
-        raise Unauthorized("invalid or revoked token")
+        raise Unauthorized(INVALID_TOKEN)
     return record.principal()
 
 

@@ -41,7 +41,10 @@ def secured(tmp_path):
 
 
 def revoked_token(client: TestClient, admin: str) -> str:
+    """A token the server has seen live (so a write of it is checked in its write group), since
+    revoked: the write group is where it is found out."""
     made = client.post(TOKENS, json={"user": "gone"}, headers=bearer(admin)).json()
+    assert client.get(JOBS, headers=bearer(made["token"])).status_code == 200
     assert client.delete(f"{TOKENS}/{made['id']}", headers=bearer(admin)).status_code == 200
     return made["token"]
 
@@ -102,7 +105,6 @@ def test_every_write_route_refuses_bad_credentials_first_and_writes_nothing(secu
 
 def test_a_bad_token_is_refused_before_a_bad_body_an_unknown_object_or_a_name_clash(secured):
     _, c, admin = secured
-    gone = revoked_token(c, admin)
     assert c.post(JOBS, json=job("taken"), headers=bearer(admin)).status_code == 201
     cases = [
         ("POST", JOBS, {"content": b"[1, 2]"}, 400),  # not an object
@@ -115,6 +117,7 @@ def test_a_bad_token_is_refused_before_a_bad_body_an_unknown_object_or_a_name_cl
     for method, path, body, with_admin in cases:
         headers = {"Content-Type": "application/json"} if "content" in body else {}
         assert c.request(method, path, headers=dict(headers, **bearer(admin)), **body).status_code == with_admin, (method, path)
+        gone = revoked_token(c, admin)  # a fresh one each time: once refused, it is refused before the route
         refused = c.request(method, path, headers=dict(headers, **bearer(gone)), **body)
         assert refused.status_code == 401 and refused.headers["www-authenticate"] == "Bearer", (method, path, refused.text)
         assert refused.json()["message"] == "invalid or revoked token"
@@ -150,6 +153,7 @@ def test_a_token_revoked_on_one_server_fails_at_once_on_another_sharing_the_stor
 def test_the_writes_read_their_token_in_the_write_group_and_other_requests_before_the_route(secured):
     built, c, admin = secured
     alice = c.post(TOKENS, json={"user": "alice"}, headers=bearer(admin)).json()["token"]
+    assert c.get(JOBS, headers=bearer(alice)).status_code == 200  # the server has now seen her token stored
     where: list[str] = []  # the thread of each token read: the writer's runs every write in its batch
     lookup = built.tokens.lookup
 
@@ -199,6 +203,7 @@ def test_an_app_that_fails_before_checking_still_answers_a_bad_token_with_401(tm
 
     tokens = TokenStore(MemoryStore())
     admin = bootstrap_admin_token(tokens, tmp_path).read_text().strip()
+    other, record = tokens.create("other", [], False)
     app = FastAPI()
 
     async def broken(request: Request, name: str):
@@ -207,7 +212,54 @@ def test_an_app_that_fails_before_checking_still_answers_a_bad_token_with_401(tm
     app.router.add_api_route("/things/{name}", broken, methods=["POST"], route_class_override=PathOnlyRoute)
     app.add_middleware(AuthMiddleware, tokens=tokens, routes=app.router.routes)
     c = TestClient(app, raise_server_exceptions=False)
-    refused = c.post("/things/a", headers=bearer("lahar_nope_nope"))
+    assert c.post("/things/a", headers=bearer(other)).status_code == 500  # seen live: checked in the route
+    tokens.revoke(record.id)  # behind the server's back, as another server sharing the store would
+    refused = c.post("/things/a", headers=bearer(other))  # the route fails before it checks
     assert refused.status_code == 401 and refused.headers["www-authenticate"] == "Bearer"
     assert c.post("/things/a", headers=bearer(admin)).status_code == 500
     assert c.post("/things", headers=bearer("lahar_nope_nope")).status_code == 401  # no route: checked first
+
+
+def written_groups(built) -> float:
+    return built.metrics.write_groups._value.get()
+
+
+def test_credentials_that_cannot_be_valid_never_reach_the_writer(secured):
+    """A request the server can refuse without the store's write lock is refused before the
+    writer: no token, a malformed one, an id it has never seen stored, a secret that is not the
+    token's, a token it has seen revoked. Otherwise anyone could take the database's write lock
+    (and the service's) with requests they are not allowed to make."""
+    built, c, admin = secured
+    made = c.post(TOKENS, json={"user": "frank"}, headers=bearer(admin)).json()
+    wrong_secret = made["token"].rsplit("_", 1)[0] + "_" + "x" * 43
+    assert c.delete(f"{TOKENS}/{made['id']}", headers=bearer(admin)).status_code == 200
+    assert c.post(JOBS, json=job("once"), headers=bearer(made["token"])).status_code == 401  # seen revoked now
+    before = written_groups(built)
+    for headers in [*BAD_CREDENTIALS.values(), {"Authorization": f"Bearer {wrong_secret}"}, bearer(made["token"])]:
+        for method, path, body in [("POST", JOBS, job("new")), ("PUT", f"{JOBS}/new", job("new")), ("PATCH", f"{JOBS}/new", {"metadata": {"labels": {"a": "b"}}})]:
+            answer = c.request(method, path, json=body, headers=headers)
+            assert answer.status_code == 401 and answer.headers["www-authenticate"] == "Bearer", (headers, method)
+    assert written_groups(built) == before
+    assert c.post(JOBS, json=job("new"), headers=bearer(admin)).status_code == 201
+    assert written_groups(built) == before + 1
+
+
+def test_a_token_first_seen_by_a_write_is_checked_before_the_writer_and_then_in_it(tmp_path):
+    """A server that has not yet read a token's record (made on another server) checks it the
+    old way first; after that its writes check it in the write group."""
+    first = build_server(SqliteStore(tmp_path / "lahar.db"), CONF, home=tmp_path / "one")
+    second = build_server(SqliteStore(tmp_path / "lahar.db"), CONF, home=tmp_path / "two")
+    admin = first.admin_token_path.read_text().strip()
+    one, two = TestClient(first.app), TestClient(second.app)
+    made = one.post(TOKENS, json={"user": "gina"}, headers=bearer(admin)).json()
+    where: list[str] = []
+    lookup = second.tokens.lookup
+
+    def recording(token_id):
+        where.append(threading.current_thread().name)
+        return lookup(token_id)
+
+    second.tokens.lookup = recording
+    assert two.post(JOBS, json=job("first"), headers=bearer(made["token"])).status_code == 201
+    assert two.post(JOBS, json=job("second"), headers=bearer(made["token"])).status_code == 201
+    assert len(where) == 2 and where[0] != "lahar-request" and where[1] == "lahar-request"
