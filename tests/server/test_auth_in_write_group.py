@@ -263,3 +263,18 @@ def test_a_token_first_seen_by_a_write_is_checked_before_the_writer_and_then_in_
     assert two.post(JOBS, json=job("first"), headers=bearer(made["token"])).status_code == 201
     assert two.post(JOBS, json=job("second"), headers=bearer(made["token"])).status_code == 201
     assert len(where) == 2 and where[0] != "lahar-request" and where[1] == "lahar-request"
+
+
+def test_a_bad_token_is_refused_before_the_body_limits(secured):
+    """As the Kubernetes API server does: who is asking is settled before what they sent."""
+    _, c, admin = secured
+    bodies = [
+        (b"{}" + b" " * 2_000_000, "application/json", 413),
+        (b"x", "text/plain", 415),
+        (b"[" * 100 + b"]" * 100, "application/json", 400),
+    ]
+    for content, content_type, with_admin in bodies:
+        assert c.post(JOBS, content=content, headers={"Content-Type": content_type, **bearer(admin)}).status_code == with_admin
+        for token in ("lahar_nope_nope", revoked_token(c, admin)):  # never seen; seen live, then revoked
+            refused = c.post(JOBS, content=content, headers={"Content-Type": content_type, **bearer(token)})
+            assert refused.status_code == 401 and refused.headers["www-authenticate"] == "Bearer", (content_type, with_admin)

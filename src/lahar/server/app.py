@@ -94,10 +94,10 @@ def create_app(
     ``on_write_held(seconds)`` of how long the group held the service's lock."""
     app = FastAPI(title="Lahar", version=__version__, description="Queue-based batch scheduling for shared clusters.")
     app.state.service, app.state.loop = service, loop
-    if tokens is not None:
+    app.add_middleware(LimitsMiddleware)
+    if tokens is not None:  # added last, runs first: who asks is settled before what they sent
         app.add_middleware(AuthMiddleware, tokens=tokens, routes=app.router.routes)  # the list, filled in below
         _add_token_routes(app, tokens)
-    app.add_middleware(LimitsMiddleware)  # added last: runs first
 
     @app.exception_handler(LaharError)
     async def _lahar_error(request: Request, exc: LaharError) -> JSONResponse:
