@@ -199,3 +199,33 @@ def test_a_user_cannot_move_work_into_a_queue_they_may_not_submit_to(secured):
         assert denied.status_code == 403 and "may not submit to queue bobs" in denied.json()["message"], (path, denied.text)
         assert c.patch(path, json=allowed, headers=bearer(alice)).status_code == 200, path
         assert c.patch(path, json=refused, headers=bearer(admin)).status_code == 200, path  # admins may
+
+
+def test_a_user_cannot_add_pods_to_someone_elses_podgroup(secured):
+    """A pod that names a podgroup runs as a task of that podgroup, in its queue: adding one is
+    changing that work, so it needs the podgroup's owner (who may submit to its queue) or an
+    admin of its queue, whatever queue the pod's own annotation names."""
+    built, c, admin = secured
+    alice = c.post("/lahar/v1/tokens", json={"user": "alice"}, headers=bearer(admin)).json()["token"]
+    bob = c.post("/lahar/v1/tokens", json={"user": "bob"}, headers=bearer(admin)).json()["token"]
+    carol = c.post("/lahar/v1/tokens", json={"user": "carol"}, headers=bearer(admin)).json()["token"]
+    acls = {"mine": {"lahar.dev/submit-acl": "alice"}, "bobs": {"lahar.dev/submit-acl": "bob", "lahar.dev/admin-acl": "carol"}}
+    for name, acl in acls.items():
+        assert c.post(Q, json={"kind": "Queue", "metadata": {"name": name, "annotations": acl}}, headers=bearer(admin)).status_code == 201
+    groups, pods = "/apis/scheduling.volcano.sh/v1beta1/namespaces/default/podgroups", "/api/v1/namespaces/default/pods"
+    assert c.post(groups, json={"kind": "PodGroup", "metadata": {"name": "pg"}, "spec": {"queue": "bobs", "minMember": 1}}, headers=bearer(bob)).status_code == 201
+
+    def pod(name: str, group: str | None = "pg") -> dict:
+        annotations = {"scheduling.volcano.sh/queue-name": "mine", **({"scheduling.k8s.io/group-name": group} if group else {})}
+        return {"kind": "Pod", "metadata": {"name": name, "annotations": annotations}, "spec": {"containers": [{"name": "c"}]}}
+
+    denied = c.post(pods, json=pod("intruder"), headers=bearer(alice))
+    assert denied.status_code == 403 and "PodGroup default/pg" in denied.json()["message"], denied.text
+    assert c.post(pods, json=pod("loner", None), headers=bearer(alice)).status_code == 201
+    joined = c.patch(f"{pods}/loner", json={"metadata": {"annotations": {"scheduling.k8s.io/group-name": "pg"}}}, headers=bearer(alice))
+    assert joined.status_code == 403, joined.text
+    assert c.post(pods, json=pod("bobs-own"), headers=bearer(bob)).status_code == 201
+    assert c.post(pods, json=pod("queue-admins"), headers=bearer(carol)).status_code == 201
+    assert c.post(pods, json=pod("admins"), headers=bearer(admin)).status_code == 201
+    assert c.post(pods, json=pod("before-its-group", "later"), headers=bearer(alice)).status_code == 201  # no such podgroup yet
+    assert sorted(p["metadata"]["name"] for p in built.store.list("Pod")[0]) == ["admins", "before-its-group", "bobs-own", "loner", "queue-admins"]

@@ -5,7 +5,8 @@
   needs its admin ACL (ACLs are inherited down the tree);
 - work (jobs, podgroups, bare pods) may be submitted to a queue whose submit ACL admits the
   user, and is stamped with its owner; a user reads, changes and deletes only their own work
-  unless they administer its queue, and moves it only to a queue they may submit to;
+  unless they administer its queue, and moves it only to a queue they may submit to; a pod
+  joins only a podgroup its user owns, or one in a queue they administer;
 - nodes, priority classes, tokens: admins only; a queue Command needs the queue's admin ACL.
 
 ``None`` as principal means authentication is off: everything is allowed.
@@ -45,8 +46,12 @@ def queue_of(obj: ApiObject | dict) -> str | None:
 
 
 class Access:
-    def __init__(self, lookup: Lookup) -> None:
+    """``lookup`` finds a queue by name; ``group_lookup`` a stored podgroup (its document) by
+    key, for the pods that name one (none found: the pod joins no podgroup yet)."""
+
+    def __init__(self, lookup: Lookup, group_lookup: Callable[[str], dict | None] = lambda key: None) -> None:
         self.lookup = lookup
+        self.group_lookup = group_lookup
 
     def create(self, who: Principal | None, obj: ApiObject) -> None:
         if who is None or who.admin:
@@ -54,7 +59,8 @@ class Access:
         if isinstance(obj, Queue):
             check_admin(who, obj.parent_name or ROOT, self.lookup, f"create a child queue {obj.name} under")
         elif isinstance(obj, (Job, PodGroup, Pod)):
-            check_submit(who, queue_of(obj) or "default", self.lookup)
+            if not (isinstance(obj, Pod) and self._joins(who, obj)):
+                check_submit(who, queue_of(obj) or "default", self.lookup)
             obj.metadata.annotations[OWNER] = who.user
         elif isinstance(obj, Command):
             target = obj.target.name if obj.target else ""
@@ -87,6 +93,28 @@ class Access:
         target = queue_of(obj)
         if target is not None and target != queue_of(stored):
             check_submit(who, target, self.lookup)
+        if isinstance(obj, Pod) and obj.group_name != Pod.model_validate(stored).group_name:
+            self._joins(who, obj)
+
+    def _joins(self, who: Principal, pod: Pod) -> bool:
+        """Whether ``pod`` joins a stored podgroup (``Forbidden`` if ``who`` may not add it).
+
+        Such a pod runs as one of the podgroup's tasks, in the podgroup's queue, whatever its
+        own annotation says: adding it changes that work. The podgroup's owner may (if they may
+        still submit to its queue), and so may those who administer its queue."""
+        if pod.group_name is None:
+            return False
+        key = f"{pod.metadata.namespace or 'default'}/{pod.group_name}"
+        group = self.group_lookup(key)
+        if group is None:
+            return False
+        queue = queue_of(group) or "default"
+        if self.administers(who, queue):
+            return True
+        if not self.owns(who, group):
+            raise Forbidden(f"{who.describe()} may not add pods to PodGroup {key}, owned by someone else, in queue {queue}: only its owner and those who administer the queue may")
+        check_submit(who, queue, self.lookup)
+        return True
 
     @staticmethod
     def keep_owner(who: Principal | None, obj: ApiObject, stored: dict) -> None:

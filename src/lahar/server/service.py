@@ -86,7 +86,13 @@ class ApiService:
             self._ensure_builtin_queues()
             self.mirror = MirrorView(store)
         self._view_forgotten = False
-        self.access = Access(lambda name: self.mirror.queue(name))
+        self.access = Access(lambda name: self.mirror.queue(name), self._stored_group)
+
+    def _stored_group(self, key: str) -> dict | None:
+        try:
+            return self.store.get("PodGroup", key)
+        except NotFound:
+            return None
 
     # ----------------------------------------------------------------- reads
 
