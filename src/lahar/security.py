@@ -90,6 +90,10 @@ class TokenRecord:
     def principal(self) -> Principal:
         return Principal(self.user, tuple(self.groups), self.admin)
 
+    def admits(self, secret: str) -> bool:
+        """Whether ``secret`` is this token's, and the token is not revoked."""
+        return not self.revoked and hmac.compare_digest(self.secret_hash, hash_secret(secret))
+
 
 def hash_secret(secret: str) -> str:
     return hashlib.sha256(secret.encode()).hexdigest()
@@ -119,7 +123,7 @@ def authenticate(header: str | None, lookup: Callable[[str], TokenRecord | None]
     """The principal behind an ``Authorization: Bearer <token>`` header, or ``Unauthorized``."""
     token_id, secret = bearer_token(header)
     record = lookup(token_id) if token_id and secret else None
-    if record is None or record.revoked or not hmac.compare_digest(record.secret_hash, hash_secret(secret)):
+    if record is None or not record.admits(secret):
         raise Unauthorized(INVALID_TOKEN)
     return record.principal()
 

@@ -12,7 +12,6 @@ ACLs; every change leaves an audit event naming who did what.
 
 from __future__ import annotations
 
-import hmac
 import ipaddress
 import json
 import os
@@ -25,7 +24,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 
 from lahar.errors import BadRequest, LaharError, NotFound, Unauthorized
-from lahar.security import INVALID_TOKEN, Principal, TokenRecord, authenticate, bearer_token, hash_secret, new_token
+from lahar.security import INVALID_TOKEN, Principal, TokenRecord, authenticate, bearer_token, new_token
 
 __all__ = ["TokenStore", "AuthMiddleware", "Credentials", "as_caller", "bootstrap_admin_token", "is_loopback", "token_request", "PUBLIC_PATHS"]
 
@@ -191,7 +190,7 @@ class SeenTokens:
 
     def __init__(self, tokens: TokenStore) -> None:
         self.tokens = tokens
-        self._seen: dict[str, tuple[str, bool]] = {}  # token id: (its secret's hash, revoked)
+        self._seen: dict[str, TokenRecord] = {}  # by token id, as last read
 
     def lookup(self, token_id: str) -> TokenRecord | None:
         """The stored record (``TokenStore.lookup``), remembered."""
@@ -199,7 +198,7 @@ class SeenTokens:
         if record is None:
             self._seen.pop(token_id, None)
         else:
-            self._seen[token_id] = (record.secret_hash, record.revoked)
+            self._seen[token_id] = record
         return record
 
     def known(self, token_id: str, secret: str) -> bool:
@@ -208,8 +207,7 @@ class SeenTokens:
         seen = self._seen.get(token_id)
         if seen is None:
             return False
-        secret_hash, revoked = seen
-        if revoked or not hmac.compare_digest(secret_hash, hash_secret(secret)):
+        if not seen.admits(secret):
             raise Unauthorized(INVALID_TOKEN)
         return True
 
@@ -232,7 +230,6 @@ class AuthMiddleware:
 
     def __init__(self, app: Any, tokens: TokenStore, routes: list | None = None) -> None:
         self.app = app
-        self.tokens = tokens
         self.seen = SeenTokens(tokens)
         self.routes = routes if routes is not None else []
         self._checked_in_route: dict[str, re.Pattern] | None = None
