@@ -127,22 +127,20 @@ class Credentials:
     It stands in for the ``Principal`` on the request: reading any of its fields checks it, so
     a route that uses it unawares still sees the caller, or ``Unauthorized``."""
 
-    __slots__ = ("header", "lookup", "checked", "_principal", "_refusal")
+    __slots__ = ("header", "lookup", "_principal", "_refusal")
 
     def __init__(self, header: str | None, lookup: Callable[[str], TokenRecord | None]) -> None:
         self.header, self.lookup = header, lookup
-        self.checked = False
-        self._principal: Principal | None = None
+        self._principal: Principal | None = None  # once checked, one of these two is set
         self._refusal: LaharError | None = None
 
     def principal(self) -> Principal:
         """The caller; ``Unauthorized`` for a missing, malformed, unknown or revoked token."""
-        if not self.checked:
+        if self._principal is None and self._refusal is None:
             try:
                 self._principal = authenticate(self.header, self.lookup)
             except LaharError as exc:
                 self._refusal = exc
-            self.checked = True
         if self._refusal is not None:
             raise self._refusal
         assert self._principal is not None
