@@ -85,15 +85,16 @@ class Access:
             return
         raise Forbidden(f"{who.describe()} may not {verb} {kind} {name}: only admins may")
 
-    def move(self, who: Principal | None, obj: ApiObject, stored: dict) -> None:
-        """A replace that moves work to another queue submits it there: the new queue's submit
-        ACL must admit the user (admins, and everyone with authentication off, may move it)."""
+    def move(self, who: Principal | None, obj: ApiObject, old: ApiObject) -> None:
+        """A replace of ``old`` by ``obj`` that moves work to another queue submits it there:
+        the new queue's submit ACL must admit the user (admins, and everyone with
+        authentication off, may move it)."""
         if who is None or who.admin:
             return
         target = queue_of(obj)
-        if target is not None and target != queue_of(stored):
+        if target is not None and target != queue_of(old):
             check_submit(who, target, self.lookup)
-        if isinstance(obj, Pod) and obj.group_name != Pod.model_validate(stored).group_name:
+        if isinstance(obj, Pod) and isinstance(old, Pod) and obj.group_name != old.group_name:
             self._joins(who, obj)
 
     def _joins(self, who: Principal, pod: Pod) -> bool:
@@ -117,11 +118,11 @@ class Access:
         return True
 
     @staticmethod
-    def keep_owner(who: Principal | None, obj: ApiObject, stored: dict) -> None:
-        """The owner stamp of a replaced object (``obj``, to be written over ``stored``) is the
+    def keep_owner(who: Principal | None, obj: ApiObject, old: ApiObject) -> None:
+        """The owner stamp of a replaced object (``obj``, to be written over ``old``) is the
         server's: a user's body cannot drop it or name someone else. An admin's body (or any
         body with authentication off) may name a new owner; one that names none keeps the old."""
-        owner = ((stored.get("metadata") or {}).get("annotations") or {}).get(OWNER)
+        owner = old.annotations.get(OWNER)
         annotations = obj.metadata.annotations
         if who is not None and not who.admin:
             annotations.pop(OWNER, None)
