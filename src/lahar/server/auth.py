@@ -25,6 +25,7 @@ from starlette.responses import JSONResponse
 
 from lahar.errors import BadRequest, LaharError, NotFound, Unauthorized
 from lahar.security import INVALID_TOKEN, Principal, TokenRecord, authenticate, bearer_token, new_token
+from lahar.server.bodies import PathOnlyRoute
 
 __all__ = ["TokenStore", "AuthMiddleware", "Credentials", "as_caller", "bootstrap_admin_token", "is_loopback", "token_request", "PUBLIC_PATHS"]
 
@@ -263,8 +264,6 @@ class AuthMiddleware:
 def _path_only_patterns(routes: list) -> dict[str, re.Pattern]:
     """A pattern for each method, matching the paths of the ``PathOnlyRoute`` routes among
     ``routes`` that take it (their own path patterns, without their named groups)."""
-    from lahar.server.bodies import PathOnlyRoute
-
     paths: dict[str, list[str]] = {}
     for route in routes:
         if isinstance(route, PathOnlyRoute):
