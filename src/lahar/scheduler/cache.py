@@ -212,6 +212,10 @@ class ClusterState:
     # at each other would be a reference cycle left to the garbage collector
     node_copies: dict[str, tuple[NodeInfo, int]] = field(default_factory=dict, repr=False, compare=False)
     nodes_copied_at: int = field(default=-1, repr=False, compare=False)
+    # the last snapshot's session jobs (kept here, never handed out: a session gets a copy),
+    # less the jobs dropped since, and ``queue_names`` then (``_session_jobs``)
+    session_jobs: dict[str, JobInfo] | None = field(default=None, repr=False, compare=False)
+    session_jobs_names: int = field(default=-1, repr=False, compare=False)
 
     def __getstate__(self) -> dict[str, Any]:
         return {name: getattr(self, name) for name in _FIELDS}
@@ -287,6 +291,8 @@ class ClusterState:
         job = self.jobs.pop(key, None)
         if job is not None:
             self._unplace(job)
+            if self.session_jobs is not None:
+                self.session_jobs.pop(key, None)
         return job
 
     def _unplace(self, job: JobInfo) -> None:
@@ -368,8 +374,6 @@ class ClusterState:
         (``JobInfo.twin``); a job replaced here is a new object, without one. A node's copy is
         taken back the same way (``_node_copy``) where no job with a task on it was copied anew
         and no queue name came or went."""
-        jobs: dict[str, JobInfo] = {}
-        queues = self.queues
         every = self.jobs
         keys, listed = self.job_keys, self.job_list
         if keys is None or listed is None or len(keys) != len(every) or len(listed) != len(keys):  # the same length: the same keys (kept as jobs come and go)
@@ -377,13 +381,7 @@ class ClusterState:
             listed = self.job_list = [every[uid] for _, uid in keys]
         names = self.queue_names  # a job whose queue was found at this count is in one still
         copied: set[str] = set()  # nodes with a task of a job copied anew
-        for job in listed:
-            if job.queue_seen == names or job.queue in queues:
-                job.queue_seen = names
-                kept = job.twin
-                twin = jobs[job.uid] = _session_copy(job)
-                if twin is not kept:
-                    _nodes_of(job, kept, copied)
+        jobs = self._session_jobs(listed, names, copied)
         # the same session jobs as the last snapshot's but for those copied anew: a job comes
         # or goes with its tasks (its nodes' versions move), or with its queue's name
         same_jobs = names == self.nodes_copied_at
@@ -395,6 +393,58 @@ class ClusterState:
                 nodes[name] = _node_copy(node, jobs, kept_copies, same_jobs and name not in copied)
         return jobs, nodes, list(nodes.values()), dict(self.queues)
 
+    def _session_jobs(self, listed: list[JobInfo], names: int, copied: set[str]) -> dict[str, JobInfo]:
+        """The session's job copies in session order (``_session_copy`` each), the nodes of those
+        copied anew added to ``copied``. The last snapshot's dict (less the jobs dropped since)
+        is taken as it stands where it still lists the same jobs in the same order, the jobs
+        that came since after them (``_jobs_again``): a dict copied at once, not grown key by
+        key, which costs several times as much a key. Else it is made anew."""
+        queues = self.queues
+        kept_jobs = self.session_jobs
+        if kept_jobs is not None and self.session_jobs_names == names:
+            again = _jobs_again(kept_jobs, listed, names, queues, copied)
+            if again is not None:
+                return again
+        jobs: dict[str, JobInfo] = {}
+        for job in listed:
+            if job.queue_seen == names or job.queue in queues:
+                job.queue_seen = names
+                kept = job.twin
+                twin = jobs[job.uid] = _session_copy(job)
+                if twin is not kept:
+                    _nodes_of(job, kept, copied)
+        self.session_jobs, self.session_jobs_names = jobs, names
+        return jobs.copy()
+
+
+def _jobs_again(kept_jobs: dict[str, JobInfo], listed: list[JobInfo], names: int, queues: dict[str, QueueInfo], copied: set[str]) -> dict[str, JobInfo] | None:
+    """The session's job copies, made by putting the copies made anew (a job that came, was
+    replaced or changed) into ``kept_jobs``, the last snapshot's dict less the jobs dropped
+    since; None where the jobs it lists are not the first of the session's jobs, in the same
+    order (a job came before some of them, or a job's place moved): the caller then makes the
+    dict anew (``_session_copy`` takes back the copies made here, and ``copied`` keeps the
+    nodes found). A job's ``twin`` is only ever set by ``_session_copy``: a copy it took back is
+    the one the dict holds. With the queue names unchanged, the jobs left out (their queue is
+    gone) are the ones left out last time, and the checks are the same."""
+    order = list(kept_jobs)
+    known = len(order)
+    place = 0
+    for job in listed:
+        if job.queue_seen == names or job.queue in queues:
+            job.queue_seen = names
+            uid = job.uid
+            if place < known:
+                if order[place] != uid:
+                    return None
+                place += 1
+            kept = job.twin
+            twin = _session_copy(job)
+            if twin is not kept:
+                kept_jobs[uid] = twin  # in its place, or after the others for a job that came
+                _nodes_of(job, kept, copied)
+    if place != known:
+        return None
+    return kept_jobs.copy()
 
 
 def _node_copy(node: NodeInfo, jobs: dict[str, JobInfo], kept: dict[str, tuple[NodeInfo, int]], may_reuse: bool) -> NodeInfo:
