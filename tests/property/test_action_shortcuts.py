@@ -4,7 +4,8 @@ over a queue that refuses every pending task of its jobs, writing the same notes
 without taking its jobs in order (``_nothing_to_do``), and a task with no victim on any node that
 its queue refuses gives up before any node is looked at (``_prospects``), and phase B passes over
 a job with no running task of its own whose queue refuses all its waiting tasks
-(``_gives_up_inside``). Each run here is made
+(``_gives_up_inside``); reclaim leaves out a walk over the nodes that a task asking alike made
+with no node moved since (``_reclaim_for_task``'s ``walked``). Each run here is made
 twice, once with the shortcuts and once taking every job and node the long way, and every
 cycle's decisions, phases, reasons and notes must be the same.
 
@@ -17,14 +18,19 @@ reclaim in one cycle."""
 
 from __future__ import annotations
 
+import random
 from pathlib import Path
 
 import pytest
 
 from lahar.scheduler.actions import ACTIONS, allocate, preempt, reclaim
+from lahar.scheduler.cache import ClusterState
+from lahar.scheduler.cycle import run_cycle
+from lahar.scheduler.framework.config import default_config_text, load_config
 from lahar.scheduler.framework.statement import Statement
 from lahar.sim.engine import Simulation
 from lahar.sim.inputs import load_simulation_inputs
+from tests.builders import node, pod, podgroup, queue
 from tests.trace_slice import BACKLOG_CLUSTERS, fingerprint, replay_slice
 
 # replaces functions inside the scheduling core (see tests/test_python_source.py)
@@ -39,6 +45,12 @@ def _long_way(monkeypatch) -> None:
     monkeypatch.setattr(preempt, "_nothing_to_do", lambda *args: False)
     monkeypatch.setattr(preempt, "_gives_up_inside", lambda *args: False)
     monkeypatch.setattr(reclaim, "_refused_throughout", lambda *args: False)
+    for_task = reclaim._reclaim_for_task
+
+    def every_walk(ssn, stmt, task, job, minimal, protect, failed, walked):
+        for_task(ssn, stmt, task, job, minimal, protect, failed, {})  # no walk left out
+
+    monkeypatch.setattr(reclaim, "_reclaim_for_task", every_walk)
     original = preempt._prospects
 
     def prospects(ssn, preemptor, job, queue, key, phase):
@@ -99,6 +111,19 @@ def _counted(fn, answers: list[bool]):
         return answers[-1]
 
     return counted
+
+
+def _calls(patch, module, name: str) -> list[None]:
+    """A list that grows by one at every call of ``module.name`` (patched to count)."""
+    calls: list[None] = []
+    fn = getattr(module, name)
+
+    def counted(*args):
+        calls.append(None)
+        return fn(*args)
+
+    patch.setattr(module, name, counted)
+    return calls
 
 
 def _trace_cycles(nodes: str) -> list:
@@ -193,3 +218,90 @@ def test_reclaim_builds_every_queues_heaps_before_its_first_eviction(monkeypatch
     for name in SCENARIO_NAMES:
         _scenario_cycles(name)
     assert with_other_queues_waiting > 0  # the check met a cycle where it matters
+
+
+def _reclaim_cluster(lender_reclaimable: bool):
+    """Two nodes full of a lender's running tasks (reclaimable or not), a third full of a queue's
+    that may not be reclaimed, and eight one-task jobs of a third queue waiting below its share:
+    their tasks ask alike, so after one walk over the nodes finds no room the others may leave
+    theirs out while no node moved."""
+    objects = [
+        queue("a").weight(2).build(),
+        queue("lender").weight(1).reclaimable(lender_reclaimable).build(),
+        queue("keeper").weight(1).reclaimable(False).build(),
+        *(node(f"n{i}", cpu=4, memory="16Gi", pods=20) for i in range(3)),
+    ]
+    for i, owner in enumerate(("lender", "lender", "keeper")):
+        objects.append(podgroup(f"{owner}-{i}").queue(owner).min_member(1).phase("Running").build())
+        objects += [pod(f"{owner}-{i}-{k}").group(f"{owner}-{i}").requests(cpu=1, memory="1Gi").on(f"n{i}").build() for k in range(4)]
+    for i in range(8):
+        objects.append(podgroup(f"w{i}").queue("a").min_member(1).phase("Inqueue").build())
+        objects.append(pod(f"w{i}-0").group(f"w{i}").requests(cpu=1, memory="1Gi").build())
+    return ClusterState.from_objects(objects)
+
+
+def _reclaim_runs(lender_reclaimable: bool) -> list:
+    state, conf = _reclaim_cluster(lender_reclaimable), load_config(default_config_text())
+    found = []
+    for n in range(3):
+        result = run_cycle(state, conf, float(n), uid=f"cycle-{n}")
+        found.append(([(d.type, d.task, d.node) for d in result.decisions], result.session.notes))
+    return found
+
+
+@pytest.mark.parametrize("lender_reclaimable", [False, True])
+def test_reclaim_leaves_out_only_walks_that_would_find_nothing(lender_reclaimable):
+    """Reclaim leaves out the walk of a task that asks as one before it did, over the same
+    nodes, when that walk found no room and no node moved since (``walked``). With nothing to
+    take (the lender may not be reclaimed) every walk after the first is left out; with victims
+    to take, each eviction moves a node and the next task walks again. Either way every cycle's
+    decisions and notes must be those of walking for every task."""
+    with pytest.MonkeyPatch.context() as patch:
+        reclaims, walks = _calls(patch, reclaim, "_reclaim_for_task"), _calls(patch, reclaim, "_reclaim_on_nodes")
+        short = _reclaim_runs(lender_reclaimable)
+    long = _patched(_long_way, lambda: _reclaim_runs(lender_reclaimable))
+    assert short == long
+    if lender_reclaimable:
+        assert any(d[0] == "evict" for decisions, _ in short for d in decisions)
+    else:
+        assert len(reclaims) > len(walks) > 0, (len(reclaims), len(walks))
+
+
+def _random_reclaim_cluster(rng: random.Random) -> ClusterState:
+    """Three nodes of 4 CPUs holding a lender's and a keeper's running tasks (the keeper may not
+    be reclaimed), a queue with gang jobs waiting (one or two tasks of 1 or 2 CPUs), weights
+    drawn at random: reclaim takes some, fails others, and discards gangs it placed in part."""
+    objects = [queue("a").weight(rng.randint(1, 3)).build(), queue("lender").weight(rng.randint(1, 3)).build(), queue("keeper").weight(1).reclaimable(False).build()]
+    objects += [node(f"n{i}", cpu=4, memory="16Gi", pods=20) for i in range(3)]
+    for i in range(3):
+        owners = rng.choice([["lender"] * 4, ["keeper"] * 4, ["lender", "lender", "keeper", "keeper"], ["lender"] * 3])
+        for k, owner in enumerate(owners):
+            objects.append(podgroup(f"{owner}-{i}-{k}").queue(owner).min_member(1).phase("Running").build())
+            objects.append(pod(f"{owner}-{i}-{k}-0").group(f"{owner}-{i}-{k}").requests(cpu=1, memory="1Gi").on(f"n{i}").build())
+    for j in range(rng.randint(2, 6)):
+        size, cpu = rng.randint(1, 2), rng.randint(1, 2)
+        objects.append(podgroup(f"w{j}").queue("a").min_member(size).phase("Inqueue").build())
+        objects += [pod(f"w{j}-{k}").group(f"w{j}").requests(cpu=cpu, memory="1Gi").build() for k in range(size)]
+    return ClusterState.from_objects(objects)
+
+
+def _random_reclaim_runs(seeds: range) -> list:
+    conf = load_config(default_config_text())
+    found = []
+    for seed in seeds:
+        state = _random_reclaim_cluster(random.Random(seed))
+        for n in range(2):
+            result = run_cycle(state, conf, float(n), uid=f"cycle-{n}")
+            found.append((seed, [(d.type, d.task, d.node) for d in result.decisions], result.session.notes))
+    return found
+
+
+def test_reclaim_walks_left_out_change_nothing_in_random_clusters():
+    """Random small clusters where reclaim takes, fails and discards: the same decisions and
+    notes with walks left out as walking for every task."""
+    with pytest.MonkeyPatch.context() as patch:
+        reclaims, walks = _calls(patch, reclaim, "_reclaim_for_task"), _calls(patch, reclaim, "_reclaim_on_nodes")
+        short = _random_reclaim_runs(range(150))
+    assert len(reclaims) > len(walks)  # some were left out
+    assert any(d[0] == "evict" for _, decisions, _ in short for d in decisions)
+    assert short == _patched(_long_way, lambda: _random_reclaim_runs(range(150)))

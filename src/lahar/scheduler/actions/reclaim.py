@@ -31,6 +31,7 @@ def execute(ssn: Session) -> None:
     queues, starving = _starving(ssn)
     heaps = _Heaps(ssn, starving)
     failed: dict[tuple, dict[str, int]] = {}
+    walked: dict[tuple, int] = {}
     while not queues.empty():
         queue = queues.pop()
         if ssn.overused(queue):
@@ -53,7 +54,7 @@ def execute(ssn: Session) -> None:
                     continue
                 if ssn.pre_predicate(task):
                     continue
-                _reclaim_for_task(ssn, stmt, task, job, minimal, protect, failed)
+                _reclaim_for_task(ssn, stmt, task, job, minimal, protect, failed, walked)
             if ssn.job_pipelined(job):
                 stmt.commit()
             else:
@@ -170,7 +171,14 @@ def _reclaimees(ssn: Session, node: NodeInfo, job: JobInfo) -> list[TaskInfo]:
 
 
 def _reclaim_for_task(
-    ssn: Session, stmt: Statement, task: TaskInfo, job: JobInfo, minimal: bool, protect: bool, failed: dict[tuple, dict[str, int]]
+    ssn: Session,
+    stmt: Statement,
+    task: TaskInfo,
+    job: JobInfo,
+    minimal: bool,
+    protect: bool,
+    failed: dict[tuple, dict[str, int]],
+    walked: dict[tuple, int],
 ) -> None:
     """Find the first node where evicting victims makes room for ``task``; pipeline it there.
 
@@ -179,10 +187,35 @@ def _reclaim_for_task(
     a node can only work again once its own tasks change. Skipping it saves rescanning a full
     cluster per task. Tasks that may go to different nodes (node selector, tolerations) do not
     ask alike, even for the same request: a node one of them may not use can suit the other.
+
+    ``walked`` remembers, for such a combination, how many node changes the session's node
+    index had counted (``NodeIndex.changes``: one for every task added to or taken from a node,
+    each with the node's version moved) when a walk over every node found no room. While that
+    count stands, no node moved since, so a task that asks alike over the same nodes would pass
+    over each of them again (each is in ``failed`` at its version): the walk is left out.
     """
     request_key = (job.queue, task.request_id(), task_constraints(task))
     seen = failed.setdefault(request_key, {})
-    for node in ssn.filter_unresolvable(task):
+    nodes = ssn.filter_unresolvable(task)
+    index = ssn.node_index
+    moves = len(index.changes) if index is not None and nodes is ssn.node_list else -1
+    if moves < 0 or walked.get(request_key) != moves:
+        if _reclaim_on_nodes(ssn, stmt, task, job, nodes, seen, minimal, protect):
+            return
+        if moves >= 0:
+            walked[request_key] = moves  # a walk that found no room moved no node
+    if not any(n.get("kind") == "reclaim-failed" for n in ssn.notes.get(job.uid, [])):
+        blocked = sorted(q for q in _unreclaimable(ssn) if q != job.queue)
+        ssn.note(job.uid, kind="reclaim-failed", task=task.key, unreclaimable=blocked)
+
+
+def _reclaim_on_nodes(
+    ssn: Session, stmt: Statement, task: TaskInfo, job: JobInfo, nodes: list[NodeInfo], seen: dict[str, int], minimal: bool, protect: bool
+) -> bool:
+    """The first of ``nodes`` where evicting victims makes room for ``task``: the evictions and
+    the pipeline merged into ``stmt``, True; False, each node found without room in ``seen``
+    at its version, when there is none."""
+    for node in nodes:
         key = node.name
         if seen.get(key) == node.version:
             continue
@@ -210,10 +243,8 @@ def _reclaim_for_task(
             node_stmt.evict(victim, "reclaim")
         node_stmt.pipeline(task, node.name, bool(chosen))
         stmt.merge(node_stmt)
-        return
-    if not any(n.get("kind") == "reclaim-failed" for n in ssn.notes.get(job.uid, [])):
-        blocked = sorted(q for q in _unreclaimable(ssn) if q != job.queue)
-        ssn.note(job.uid, kind="reclaim-failed", task=task.key, unreclaimable=blocked)
+        return True
+    return False
 
 
 def _unreclaimable(ssn: Session) -> set[str]:
