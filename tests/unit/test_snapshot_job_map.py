@@ -1,5 +1,5 @@
 """A snapshot takes the last snapshot's map of session jobs again (``ClusterState._session_jobs``,
-``cache._jobs_again``) where it still lists the first of the session's jobs in the same order:
+``cache._put_copies``) where it still lists the first of the session's jobs in the same order:
 each snapshot must still hold exactly the copy each job keeps, in session order, whatever came,
 went or changed, and whatever a session did to the map it was handed. Run against the compiled
 core too (nothing here replaces a function inside it)."""
@@ -50,7 +50,7 @@ def test_each_snapshot_holds_the_jobs_copies_now_whatever_moved_and_whatever_a_s
 
 def test_a_snapshot_makes_the_dict_anew_where_the_last_one_lists_a_job_no_longer_there():
     """The last snapshot's dict is taken again only where it lists exactly the first of the
-    session's jobs (``cache._jobs_again``): one that lists a job the state no longer has (the
+    session's jobs (``cache._put_copies``): one that lists a job the state no longer has (the
     state drops a job from it as it drops the job) is made anew, not handed on with it."""
     state = ClusterState.from_objects([queue("work").weight(1).build(), node("n1", cpu=4, memory="8Gi", pods=10)])
     for name in ("a", "b", "c"):

@@ -396,55 +396,45 @@ class ClusterState:
     def _session_jobs(self, listed: list[JobInfo], names: int, copied: set[str]) -> dict[str, JobInfo]:
         """The session's job copies in session order (``_session_copy`` each), the nodes of those
         copied anew added to ``copied``. The last snapshot's dict (less the jobs dropped since)
-        is taken as it stands where it still lists the same jobs in the same order, the jobs
-        that came since after them (``_jobs_again``): a dict copied at once, not grown key by
-        key, which costs several times as much a key. Else it is made anew."""
-        queues = self.queues
-        kept_jobs = self.session_jobs
-        if kept_jobs is not None and self.session_jobs_names == names:
-            again = _jobs_again(kept_jobs, listed, names, queues, copied)
-            if again is not None:
-                return again
-        jobs: dict[str, JobInfo] = {}
-        for job in listed:
-            if job.queue_seen == names or job.queue in queues:
-                job.queue_seen = names
-                kept = job.twin
-                twin = jobs[job.uid] = _session_copy(job)
-                if twin is not kept:
-                    _nodes_of(job, kept, copied)
-        self.session_jobs, self.session_jobs_names = jobs, names
+        is taken as it stands where it still lists the first of the session's jobs in the same
+        order, the jobs that came since put after them (``_put_copies``): a dict copied at once,
+        not grown key by key, which costs several times as much a key. Else it is made anew."""
+        jobs = self.session_jobs if self.session_jobs_names == names else None
+        if jobs is None or not _put_copies(jobs, listed, names, self.queues, copied):
+            jobs = {}
+            _put_copies(jobs, listed, names, self.queues, copied)  # into an empty dict: every job put in
+            self.session_jobs, self.session_jobs_names = jobs, names
         return jobs.copy()
 
 
-def _jobs_again(kept_jobs: dict[str, JobInfo], listed: list[JobInfo], names: int, queues: dict[str, QueueInfo], copied: set[str]) -> dict[str, JobInfo] | None:
-    """The session's job copies, made by putting the copies made anew (a job that came, was
-    replaced or changed) into ``kept_jobs``, the last snapshot's dict less the jobs dropped
-    since; None where the jobs it lists are not the first of the session's jobs, in the same
-    order (a job came before some of them, or a job's place moved): the caller then makes the
-    dict anew (``_session_copy`` takes back the copies made here, and ``copied`` keeps the
-    nodes found). A job's ``twin`` is only ever set by ``_session_copy``: a copy it took back is
-    the one the dict holds. With the queue names unchanged, the jobs left out (their queue is
-    gone) are the ones left out last time, and the checks are the same."""
-    order = list(kept_jobs)
+def _put_copies(jobs: dict[str, JobInfo], listed: list[JobInfo], names: int, queues: dict[str, QueueInfo], copied: set[str]) -> bool:
+    """Put each session job's copy into ``jobs``, which lists copies of the first of them (none,
+    or the last snapshot's less the jobs dropped since): a copy made anew in its job's place,
+    a job that came since after them; False, and ``jobs`` left half done, where it does not
+    list them in the same order (a job came before some of them, or a job's place moved). The
+    caller then makes the dict anew (``_session_copy`` takes back the copies made here, and
+    ``copied`` keeps the nodes found). A job's ``twin`` is only ever set by ``_session_copy``:
+    a copy it took back is the one the dict holds. With the queue names unchanged since that
+    dict was made, the jobs left out (their queue is gone) are the ones it left out."""
+    order = list(jobs)
     known = len(order)
     place = 0
     for job in listed:
         if job.queue_seen == names or job.queue in queues:
             job.queue_seen = names
             uid = job.uid
-            if place < known:
+            listed_before = place < known
+            if listed_before:
                 if order[place] != uid:
-                    return None
+                    return False
                 place += 1
             kept = job.twin
             twin = _session_copy(job)
+            if twin is not kept or not listed_before:
+                jobs[uid] = twin
             if twin is not kept:
-                kept_jobs[uid] = twin  # in its place, or after the others for a job that came
                 _nodes_of(job, kept, copied)
-    if place != known:
-        return None
-    return kept_jobs.copy()
+    return place == known
 
 
 def _node_copy(node: NodeInfo, jobs: dict[str, JobInfo], kept: dict[str, tuple[NodeInfo, int]], may_reuse: bool) -> NodeInfo:
