@@ -28,7 +28,7 @@ pytestmark = pytest.mark.python_source
 
 ROOT = Path(__file__).resolve().parents[2]
 SLICE = ROOT / "tests" / "data" / "traces" / "philly-head.csv"
-OWNED = ("tasks", "status_index", "allocated", "total_request", "fit_errors", "conditions", "changes", "facts", "part", "part_alike", "part_changes", "part_phase", "described")
+OWNED = ("tasks", "status_index", "allocated", "total_request", "fit_errors", "conditions", "changes", "facts", "part", "part_alike", "part_changes", "part_phase", "described", "last_outcome", "last_outcomes")
 
 
 def _task_fields(task) -> tuple:

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from lahar.model.queue import Queue
     from lahar.model.workload import Pod, PodGroup
     from lahar.scheduler.columnar import NodeIndex
+    from lahar.scheduler.cycle import JobOutcome
     from lahar.scheduler.framework.session import JobFacts
 
 __all__ = [
@@ -278,6 +279,13 @@ class JobInfo:
     # that number stands, the job's queue still exists (its queue never changes: a job with
     # another queue is a new object); a class default too, as ``facts``
     queue_seen: int = -1
+    # a session copy's outcome in the last cycle that closed over it and that cycle's map of
+    # outcomes (``cycle._close``): a cycle given that very map as ``previous`` reads the job's
+    # last outcome here instead of looking it up by key (no one changes a result's map); the
+    # map stays alive while a copy points at it, the one a copy's next cycle replaces; class
+    # defaults too, as ``facts``
+    last_outcome: "JobOutcome | None" = None
+    last_outcomes: "dict[str, JobOutcome] | None" = None
 
     def __init__(
         self,

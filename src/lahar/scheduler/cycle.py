@@ -182,7 +182,12 @@ def _close(ssn: Session, previous: dict[str, JobOutcome] | None, hidden: Hidden 
     named: NamedConditions | None = None
     for job in ssn.jobs.values():
         first = job.hidden_behind if hidden is not None else ""
-        before = previous.get(job.uid) if previous is not None else None
+        if previous is None:
+            before = None
+        elif job.last_outcomes is previous:  # the copy's outcome in that very map
+            before = job.last_outcome
+        else:
+            before = previous.get(job.uid)
         if not first:
             made = early.get(job.uid) if early else None
             outcome = outcomes[job.uid] = made if made is not None else _outcome(ssn, job, before)
@@ -200,6 +205,7 @@ def _close(ssn: Session, previous: dict[str, JobOutcome] | None, hidden: Hidden 
                 ssn.release()
                 return None
             outcome = outcomes[job.uid] = found
+        job.last_outcome, job.last_outcomes = outcome, outcomes
         if before is None or (outcome is not before and not outcome.same_status(before)):  # kept: the same
             changed.append(job.uid)
     result = CycleResult(ssn.decisions, outcomes, queue_allocations(ssn, acted), ssn, valid_until(ssn), changed, previous)
@@ -294,8 +300,9 @@ def run_cycle(
     previous: dict[str, JobOutcome] | None = None,
     lookalikes: bool = False,
 ) -> CycleResult:
-    """One cycle over ``state``. ``previous`` (the outcomes the caller last applied) changes no
-    decision: it only fills in the result's ``changed``. ``lookalikes``: the actions look at
+    """One cycle over ``state``. ``previous`` (the outcomes the caller last applied: an earlier
+    result's ``jobs`` as that cycle returned it, or a map of the caller's own, never changed
+    after it is passed) changes no decision: it only fills in the result's ``changed``. ``lookalikes``: the actions look at
     one waiting job of each kind (``lahar.scheduler.lookalikes``); when that does not hold, the
     cycle runs again without it. Either way the result is the same."""
     with paused_gc():

@@ -1,0 +1,110 @@
+"""A cycle reads each job's last outcome from the ``previous`` map its caller gives it (the
+outcomes it applied last): whatever map that is (the last result's, an older one's, a copy, a
+map of the caller's own, none), each outcome a cycle keeps must be that map's outcome for the
+job, never one from another map, and ``changed`` must name exactly the jobs whose outcome does
+not read the same as that map's. Run against the compiled core too (nothing here replaces a
+function inside it)."""
+
+from __future__ import annotations
+
+import random
+
+from lahar.scheduler.cache import ClusterState
+from lahar.scheduler.cycle import CycleResult, run_cycle
+from lahar.scheduler.framework.config import default_config_text, load_config
+from tests.builders import node, pod, podgroup, queue
+
+CONF = load_config(default_config_text())
+
+
+def _check(result: CycleResult, previous: dict | None, earlier: set[int]) -> None:
+    """Every outcome of ``result`` that an earlier result held is ``previous``'s for that job;
+    ``changed`` is every job whose outcome is not ``previous``'s and does not read the same."""
+    given = previous if previous is not None else {}
+    for uid, outcome in result.jobs.items():
+        if id(outcome) in earlier:
+            assert outcome is given.get(uid), uid
+    expected = [uid for uid, o in result.jobs.items() if uid not in given or (o is not given[uid] and not o.same_status(given[uid]))]
+    assert result.changed == expected
+
+
+def _pick_previous(rng: random.Random, results: list[CycleResult]) -> dict | None:
+    """The last result's map mostly; else an older one's, a copy, a map missing or changing
+    entries, an empty one, or none."""
+    if not results:
+        return None
+    last = results[-1].jobs
+    move = rng.random()
+    if move < 0.5:
+        return last
+    if move < 0.6 and len(results) > 2:
+        return results[-3].jobs
+    if move < 0.7:
+        return dict(last)
+    if move < 0.8 and last:
+        changed = dict(last)
+        victim, other = rng.choice(list(changed)), rng.choice(list(changed))
+        if rng.random() < 0.5:
+            del changed[victim]
+        else:
+            changed[victim] = last[other]
+        return changed
+    if move < 0.9:
+        return {}
+    return None
+
+
+def test_each_kept_outcome_is_the_given_maps_whatever_map_the_caller_gives():
+    """Random steps on a cluster where look-alike jobs wait (come, bind, end, go), each followed
+    by a cycle (look-alikes hidden or not) given one of several maps as ``previous``."""
+    rng = random.Random(5)
+    state = ClusterState.from_objects([queue("work").weight(1).build(), queue("side").weight(1).build(), node("n1", cpu=64, memory="512Gi", gpu=8, pods=110)])
+    pods: dict[str, tuple[str, int]] = {}
+    results: list[CycleResult] = []
+    earlier: set[int] = set()
+    kept = 0
+    for step in range(300):
+        move = rng.random()
+        name = f"j{rng.randint(0, 24):02d}"
+        if move < 0.35:
+            owner, gpu = ("work", 2) if rng.random() < 0.7 else ("side", 1)
+            state.upsert(podgroup(name).queue(owner).min_member(1).phase("Inqueue").build())
+            state.upsert(pod(f"{name}-0").group(name).requests(gpu=gpu).build())
+            pods[f"{name}-0"] = (name, gpu)
+        elif move < 0.5 and f"{name}-0" in pods:
+            group, gpu = pods[f"{name}-0"]
+            state.upsert(pod(f"{name}-0").group(group).requests(gpu=gpu).on("n1", phase="Succeeded").build())
+        elif move < 0.6:
+            state.forget_job(f"default/{name}")
+        previous = _pick_previous(rng, results)
+        result = run_cycle(state, CONF, float(step), uid=f"c{step}", previous=previous, lookalikes=rng.random() < 0.7)
+        _check(result, previous, earlier)
+        kept += sum(1 for uid, o in result.jobs.items() if previous is not None and previous.get(uid) is o)
+        for decision in result.decisions:
+            if decision.type == "bind" and decision.task.split("/")[-1] in pods:
+                group, gpu = pods[decision.task.split("/")[-1]]
+                state.upsert(pod(decision.task.split("/")[-1]).group(group).requests(gpu=gpu).on(decision.node).build())
+        results.append(result)
+        earlier.update(id(o) for o in result.jobs.values())
+    assert kept > 1000  # outcomes were kept: the steps exercised the path under test
+    assert sum(r.lookalikes_hidden for r in results) > 100  # and look-alikes were hidden
+
+
+def test_a_second_caller_with_its_own_maps_gets_its_own_outcomes_back():
+    """Two callers take turns on one state, each passing the map its own last cycle returned:
+    each one's kept outcomes are its own map's."""
+    state = ClusterState.from_objects([queue("work").weight(1).build(), node("n1", cpu=4, memory="8Gi", pods=10)])
+    for name, cpu in (("run", 2), ("wait", 8), ("w2", 8)):
+        state.upsert(podgroup(name).queue("work").min_member(1).build())
+        state.upsert(pod(f"{name}-0").group(name).requests(cpu=cpu, memory="1Gi").build())
+    mine = run_cycle(state, CONF, 0.0, uid="a0", lookalikes=True)
+    theirs = run_cycle(state, CONF, 0.0, uid="b0", lookalikes=True)
+    earlier = {id(o) for r in (mine, theirs) for o in r.jobs.values()}
+    for turn in range(1, 6):
+        for owner in ("a", "b"):
+            last = mine if owner == "a" else theirs
+            result = run_cycle(state, CONF, float(turn), uid=f"{owner}{turn}", previous=last.jobs, lookalikes=True)
+            _check(result, last.jobs, earlier)
+            assert all(result.jobs[uid] is last.jobs[uid] for uid in ("default/wait", "default/w2"))
+            earlier.update(id(o) for o in result.jobs.values())
+            mine, theirs = (result, theirs) if owner == "a" else (mine, result)
