@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import random
 
+from lahar.model.workload import PodGroup
 from lahar.scheduler.cache import ClusterState
 from lahar.scheduler.cycle import CycleResult, run_cycle
 from lahar.scheduler.framework.config import default_config_text, load_config
@@ -17,9 +18,11 @@ from tests.builders import node, pod, podgroup, queue
 CONF = load_config(default_config_text())
 
 
-def _check(result: CycleResult, previous: dict | None, earlier: set[int]) -> None:
-    """Every outcome of ``result`` that an earlier result held is ``previous``'s for that job;
-    ``changed`` is every job whose outcome is not ``previous``'s and does not read the same."""
+def _check(result: CycleResult, previous: dict | None, earlier: set[int], state: ClusterState) -> None:
+    """``result`` lists every job in session order (creation time, then key); every outcome of
+    it that an earlier result held is ``previous``'s for that job; ``changed`` is every job
+    whose outcome is not ``previous``'s and does not read the same."""
+    assert list(result.jobs) == [uid for _, uid in sorted((job.creation, uid) for uid, job in state.jobs.items())]
     given = previous if previous is not None else {}
     for uid, outcome in result.jobs.items():
         if id(outcome) in earlier:
@@ -54,21 +57,32 @@ def _pick_previous(rng: random.Random, results: list[CycleResult]) -> dict | Non
     return None
 
 
+def _created(step: int, rng: random.Random) -> str:
+    """A podgroup's creation time: mostly later than the ones before (a job comes last in
+    session order), sometimes earlier (it comes among them)."""
+    second = step if rng.random() < 0.85 else rng.randint(0, step)
+    return f"2026-01-01T{second // 3600:02d}:{second // 60 % 60:02d}:{second % 60:02d}Z"
+
+
 def test_each_kept_outcome_is_the_given_maps_whatever_map_the_caller_gives():
     """Random steps on a cluster where look-alike jobs wait (come, bind, end, go), each followed
-    by a cycle (look-alikes hidden or not) given one of several maps as ``previous``."""
+    by a cycle (look-alikes hidden or not) given one of several maps as ``previous``: each
+    result lists its jobs in session order, whether the close started from the last outcomes
+    (``cycle._outcomes_start``: the last result's map, with jobs gone and come since) or not."""
     rng = random.Random(5)
     state = ClusterState.from_objects([queue("work").weight(1).build(), queue("side").weight(1).build(), node("n1", cpu=64, memory="512Gi", gpu=8, pods=110)])
     pods: dict[str, tuple[str, int]] = {}
     results: list[CycleResult] = []
     earlier: set[int] = set()
-    kept = 0
+    kept = started_from_last = 0
     for step in range(300):
         move = rng.random()
         name = f"j{rng.randint(0, 24):02d}"
         if move < 0.35:
             owner, gpu = ("work", 2) if rng.random() < 0.7 else ("side", 1)
-            state.upsert(podgroup(name).queue(owner).min_member(1).phase("Inqueue").build())
+            group = podgroup(name).queue(owner).min_member(1).phase("Inqueue").manifest()
+            group["metadata"]["creationTimestamp"] = _created(step, rng)
+            state.upsert(PodGroup.model_validate(group))
             state.upsert(pod(f"{name}-0").group(name).requests(gpu=gpu).build())
             pods[f"{name}-0"] = (name, gpu)
         elif move < 0.5 and f"{name}-0" in pods:
@@ -78,7 +92,8 @@ def test_each_kept_outcome_is_the_given_maps_whatever_map_the_caller_gives():
             state.forget_job(f"default/{name}")
         previous = _pick_previous(rng, results)
         result = run_cycle(state, CONF, float(step), uid=f"c{step}", previous=previous, lookalikes=rng.random() < 0.7)
-        _check(result, previous, earlier)
+        _check(result, previous, earlier, state)
+        started_from_last += previous is not None and previous is (results[-1].jobs if results else None) and state.job_order is not None and state.job_order.closed is result.jobs
         kept += sum(1 for uid, o in result.jobs.items() if previous is not None and previous.get(uid) is o)
         for decision in result.decisions:
             if decision.type == "bind" and decision.task.split("/")[-1] in pods:
@@ -87,6 +102,7 @@ def test_each_kept_outcome_is_the_given_maps_whatever_map_the_caller_gives():
         results.append(result)
         earlier.update(id(o) for o in result.jobs.values())
     assert kept > 1000  # outcomes were kept: the steps exercised the path under test
+    assert started_from_last > 100
     assert sum(r.lookalikes_hidden for r in results) > 100  # and look-alikes were hidden
 
 
@@ -104,7 +120,7 @@ def test_a_second_caller_with_its_own_maps_gets_its_own_outcomes_back():
         for owner in ("a", "b"):
             last = mine if owner == "a" else theirs
             result = run_cycle(state, CONF, float(turn), uid=f"{owner}{turn}", previous=last.jobs, lookalikes=True)
-            _check(result, last.jobs, earlier)
+            _check(result, last.jobs, earlier, state)
             assert all(result.jobs[uid] is last.jobs[uid] for uid in ("default/wait", "default/w2"))
             earlier.update(id(o) for o in result.jobs.values())
             mine, theirs = (result, theirs) if owner == "a" else (mine, result)

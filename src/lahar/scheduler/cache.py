@@ -184,6 +184,42 @@ def node_from_object(node: Node) -> NodeInfo:
 _QUEUE_NAMES: Final = count()  # ``ClusterState.queue_names``
 
 
+class JobOrder:
+    """One run of snapshots whose job maps each took the last one's again (``_session_jobs``):
+    the keys taken out of the kept map since the run began (``_pop_job``), in order, and the
+    outcomes of the last close over one of its sessions, with how many keys had been taken out
+    by that session's snapshot. That close's map lists its session's jobs in session order; a
+    later session of the same run lists the same jobs less those taken out since, in the same
+    order, then the jobs that came since: a close given that map as ``previous`` starts from a
+    copy of it (``cycle._outcomes_start``) instead of putting every job in again."""
+
+    def __init__(self) -> None:
+        self.dropped: list[str] = []
+        self.base = 0  # how many keys were cut from the front of ``dropped``
+        self.closed: dict[str, Any] | None = None
+        self.closed_at = 0
+
+    def count(self) -> int:
+        """How many keys were taken out of the kept map since the run began."""
+        return self.base + len(self.dropped)
+
+    def dropped_between(self, start: int, end: int) -> list[str] | None:
+        """The keys taken out after the first ``start`` and up to the first ``end``; None when
+        some of them were cut already."""
+        if start < self.base:
+            return None
+        return self.dropped[start - self.base : end - self.base]
+
+    def record_close(self, outcomes: dict[str, Any], at: int) -> None:
+        """A close's outcomes over a session whose snapshot came after ``at`` keys taken out;
+        the keys before those are no longer asked for."""
+        cut = at - self.base
+        if cut > 0:
+            del self.dropped[:cut]
+            self.base = at
+        self.closed, self.closed_at = outcomes, at
+
+
 @dataclass
 class ClusterState:
     """Jobs, nodes (with their tasks) and queues as the scheduler reads them, kept up to date by
@@ -216,6 +252,8 @@ class ClusterState:
     # less the jobs dropped since, and ``queue_names`` then (``_session_jobs``)
     session_jobs: dict[str, JobInfo] | None = field(default=None, repr=False, compare=False)
     session_jobs_names: int = field(default=-1, repr=False, compare=False)
+    # the run of snapshots the kept map belongs to (a new one whenever it is made anew)
+    job_order: JobOrder | None = field(default=None, repr=False, compare=False)
 
     def __getstate__(self) -> dict[str, Any]:
         return {name: getattr(self, name) for name in _FIELDS}
@@ -291,8 +329,9 @@ class ClusterState:
         job = self.jobs.pop(key, None)
         if job is not None:
             self._unplace(job)
-            if self.session_jobs is not None:
-                self.session_jobs.pop(key, None)
+            kept = self.session_jobs
+            if kept is not None and kept.pop(key, None) is not None and self.job_order is not None:
+                self.job_order.dropped.append(key)
         return job
 
     def _unplace(self, job: JobInfo) -> None:
@@ -404,6 +443,9 @@ class ClusterState:
             jobs = {}
             _put_copies(jobs, listed, names, self.queues, copied)  # into an empty dict: every job put in
             self.session_jobs, self.session_jobs_names = jobs, names
+            self.job_order = JobOrder()
+        elif self.job_order is None:  # a state pickled before there were runs (bench/checkpoint.py)
+            self.job_order = JobOrder()
         return jobs.copy()
 
 

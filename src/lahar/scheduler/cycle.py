@@ -17,7 +17,7 @@ from typing import Any, cast
 from lahar.resources import Resource
 from lahar.scheduler.actions import ACTIONS
 from lahar.scheduler.api import COMPLETED_STATUSES, FAILED, PIPELINED, RELEASING, RUNNING, SCHEDULED_STATUSES, SUCCEEDED, JobInfo
-from lahar.scheduler.cache import ClusterState
+from lahar.scheduler.cache import ClusterState, JobOrder
 from lahar.scheduler.columnar import NodeIndex
 from lahar.scheduler.framework.config import SchedulerConf
 from lahar.scheduler.framework.session import Decision, Session
@@ -127,6 +127,9 @@ def _new_session(state: ClusterState, conf: SchedulerConf, now: float, uid: str,
         total.add(node.allocatable)
     ssn = Session(uid=uid, jobs=jobs, nodes=nodes, queues=queues, conf=conf, now=now, node_list=node_list, total_resource=total)
     ssn.enqueue_enabled = "enqueue" in conf.actions
+    order = state.job_order
+    if order is not None:
+        ssn.job_order, ssn.job_order_at, ssn.job_order_map = order, order.count(), jobs
     ssn.node_index = NodeIndex(node_list) if node_list and columnar else None
     return ssn
 
@@ -164,8 +167,9 @@ def _close(ssn: Session, previous: dict[str, JobOutcome] | None, hidden: Hidden 
         ssn.jobs = hidden.every
     # every job's key in session order at once (a copy of a dict built by insertion only is a
     # block copy), each value then replaced by the job's outcome below: a dict grown key by
-    # key costs several times as much per key
-    outcomes = cast("dict[str, JobOutcome]", ssn.jobs.copy())
+    # key costs several times as much per key; or the last outcomes, in the same order, where
+    # the first ``unchanged`` jobs need only those that changed put in
+    outcomes, unchanged = _outcomes_start(ssn, previous)
     changed: list[str] = []
     reasons = HiddenReasons()
     # the outcomes of look-alikes shown to the actions on the way (``lookalikes.show_next``),
@@ -180,6 +184,7 @@ def _close(ssn: Session, previous: dict[str, JobOutcome] | None, hidden: Hidden 
     first_outcome: JobOutcome | None = None
     first_conditions: list[dict[str, Any]] = []
     named: NamedConditions | None = None
+    position = 0
     for job in ssn.jobs.values():
         first = job.hidden_behind if hidden is not None else ""
         if previous is None:
@@ -190,7 +195,7 @@ def _close(ssn: Session, previous: dict[str, JobOutcome] | None, hidden: Hidden 
             before = previous.get(job.uid)
         if not first:
             made = early.get(job.uid) if early else None
-            outcome = outcomes[job.uid] = made if made is not None else _outcome(ssn, job, before)
+            outcome = made if made is not None else _outcome(ssn, job, before)
         else:
             if first != seen_first or first_outcome is None:
                 made = early.get(first) if early else None
@@ -204,13 +209,40 @@ def _close(ssn: Session, previous: dict[str, JobOutcome] | None, hidden: Hidden 
             if found is None:
                 ssn.release()
                 return None
-            outcome = outcomes[job.uid] = found
+            outcome = found
+        if outcome is not before or position >= unchanged:
+            outcomes[job.uid] = outcome
+        position += 1
         job.last_outcome, job.last_outcomes = outcome, outcomes
         if before is None or (outcome is not before and not outcome.same_status(before)):  # kept: the same
             changed.append(job.uid)
+    if len(outcomes) != len(ssn.jobs):  # a job taken out of the session's map after its snapshot
+        outcomes = {uid: outcomes[uid] for uid in ssn.jobs}
     result = CycleResult(ssn.decisions, outcomes, queue_allocations(ssn, acted), ssn, valid_until(ssn), changed, previous)
+    if ssn.job_order is not None and ssn.jobs is ssn.job_order_map:
+        cast(JobOrder, ssn.job_order).record_close(outcomes, ssn.job_order_at)
     ssn.release()
     return result
+
+
+def _outcomes_start(ssn: Session, previous: dict[str, JobOutcome] | None) -> tuple[dict[str, JobOutcome], int]:
+    """The map the close fills in, and how many of the session's first jobs it already lists
+    with their last outcomes, in session order: a copy of ``previous`` less the jobs taken out
+    since, where ``previous`` is the last close's over the same run of snapshots
+    (``cache.JobOrder``) and the session's jobs are its snapshot's; else a copy of the session's
+    jobs (every value to be replaced), and 0."""
+    order = cast("JobOrder | None", ssn.job_order)
+    if previous is None or order is None:
+        return cast("dict[str, JobOutcome]", ssn.jobs.copy()), 0
+    last: dict[str, JobOutcome] = previous
+    if order.closed is last and ssn.jobs is ssn.job_order_map:
+        dropped = order.dropped_between(order.closed_at, ssn.job_order_at)
+        if dropped is not None:
+            outcomes = last.copy()
+            for uid in dropped:
+                outcomes.pop(uid, None)
+            return outcomes, len(outcomes)
+    return cast("dict[str, JobOutcome]", ssn.jobs.copy()), 0
 
 
 def _outcome(ssn: Session, job: JobInfo, before: JobOutcome | None = None) -> JobOutcome:

@@ -182,6 +182,12 @@ class Session:
     # the look-alike waiting jobs set aside from ``jobs`` for this session's actions (a
     # ``lookalikes.Hidden``), None when none are
     lookalikes: Any = None
+    # the run of snapshots this session's came from (a ``cache.JobOrder``), how many keys that
+    # run had taken out of its kept map by then, and the map of jobs the snapshot handed over
+    # (``cycle._outcomes_start``)
+    job_order: Any = None
+    job_order_at: int = 0
+    job_order_map: Any = None
     _enabled_cache: dict[str, list] = field(default_factory=dict)
 
     def release(self) -> None:
