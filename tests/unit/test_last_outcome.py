@@ -9,7 +9,10 @@ from __future__ import annotations
 
 import random
 
+import pytest
+
 from lahar.model.workload import PodGroup
+from lahar.scheduler import cycle
 from lahar.scheduler.cache import ClusterState
 from lahar.scheduler.cycle import CycleResult, run_cycle
 from lahar.scheduler.framework.config import default_config_text, load_config
@@ -64,17 +67,18 @@ def _created(step: int, rng: random.Random) -> str:
     return f"2026-01-01T{second // 3600:02d}:{second // 60 % 60:02d}:{second % 60:02d}Z"
 
 
-def test_each_kept_outcome_is_the_given_maps_whatever_map_the_caller_gives():
+def _random_steps() -> tuple[int, int, int]:
     """Random steps on a cluster where look-alike jobs wait (come, bind, end, go), each followed
-    by a cycle (look-alikes hidden or not) given one of several maps as ``previous``: each
-    result lists its jobs in session order, whether the close started from the last outcomes
-    (``cycle._outcomes_start``: the last result's map, with jobs gone and come since) or not."""
+    by a cycle (look-alikes hidden or not) given one of several maps as ``previous``, each
+    result checked (``_check``). How many outcomes were kept, how many closes given the last
+    result's map recorded theirs for the next one (``cache.JobOrder.closed``), and how many
+    look-alikes were hidden in all."""
     rng = random.Random(5)
     state = ClusterState.from_objects([queue("work").weight(1).build(), queue("side").weight(1).build(), node("n1", cpu=64, memory="512Gi", gpu=8, pods=110)])
     pods: dict[str, tuple[str, int]] = {}
     results: list[CycleResult] = []
     earlier: set[int] = set()
-    kept = started_from_last = 0
+    kept = recorded = 0
     for step in range(300):
         move = rng.random()
         name = f"j{rng.randint(0, 24):02d}"
@@ -93,17 +97,44 @@ def test_each_kept_outcome_is_the_given_maps_whatever_map_the_caller_gives():
         previous = _pick_previous(rng, results)
         result = run_cycle(state, CONF, float(step), uid=f"c{step}", previous=previous, lookalikes=rng.random() < 0.7)
         _check(result, previous, earlier, state)
-        started_from_last += previous is not None and previous is (results[-1].jobs if results else None) and state.job_order is not None and state.job_order.closed is result.jobs
+        recorded += previous is not None and previous is (results[-1].jobs if results else None) and state.job_order is not None and state.job_order.closed is result.jobs
         kept += sum(1 for uid, o in result.jobs.items() if previous is not None and previous.get(uid) is o)
         for decision in result.decisions:
-            if decision.type == "bind" and decision.task.split("/")[-1] in pods:
-                group, gpu = pods[decision.task.split("/")[-1]]
-                state.upsert(pod(decision.task.split("/")[-1]).group(group).requests(gpu=gpu).on(decision.node).build())
+            pod_name = decision.task.split("/")[-1]
+            if decision.type == "bind" and pod_name in pods:
+                group, gpu = pods[pod_name]
+                state.upsert(pod(pod_name).group(group).requests(gpu=gpu).on(decision.node).build())
         results.append(result)
         earlier.update(id(o) for o in result.jobs.values())
+    return kept, recorded, sum(r.lookalikes_hidden for r in results)
+
+
+def test_each_kept_outcome_is_the_given_maps_whatever_map_the_caller_gives():
+    """``_random_steps``: each result lists its jobs in session order, whether the close started
+    from the last outcomes (``cycle._outcomes_start``: the last result's map, with jobs gone and
+    come since) or not."""
+    kept, recorded, hidden = _random_steps()
     assert kept > 1000  # outcomes were kept: the steps exercised the path under test
-    assert started_from_last > 100
-    assert sum(r.lookalikes_hidden for r in results) > 100  # and look-alikes were hidden
+    assert recorded > 100
+    assert hidden > 100  # and look-alikes were hidden
+
+
+@pytest.mark.python_source  # watches a function inside the scheduling core (see tests/test_python_source.py)
+def test_the_random_steps_start_many_closes_from_the_last_outcomes(monkeypatch):
+    """The same steps, counting the closes that started from a copy of the last outcomes and the
+    jobs that copy already listed: the path the steps above check is the one they take."""
+    started = {"closes": 0, "jobs": 0}
+    real = cycle._outcomes_start
+
+    def counted(ssn, previous):
+        outcomes, unchanged = real(ssn, previous)
+        started["closes"] += unchanged > 0
+        started["jobs"] += unchanged
+        return outcomes, unchanged
+
+    monkeypatch.setattr(cycle, "_outcomes_start", counted)
+    _random_steps()
+    assert started["closes"] > 100 and started["jobs"] > 1000
 
 
 def test_a_second_caller_with_its_own_maps_gets_its_own_outcomes_back():
