@@ -449,7 +449,9 @@ class JobInfo:
         return self.waiting_task_num() + self.ready_task_num() < self.min_available
 
     def is_pending(self) -> bool:
-        return self.podgroup is None or self.phase in ("Pending", "")
+        # one comparison of text for a phase that is set (each pass of a cycle asks every job)
+        phase = self.phase
+        return self.podgroup is None or not phase or phase == "Pending"
 
     # ----------------------------------------------------------------- per-role minimums
 

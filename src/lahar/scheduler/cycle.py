@@ -172,12 +172,13 @@ def _close(ssn: Session, previous: dict[str, JobOutcome] | None, hidden: Hidden 
     outcomes, unchanged = _outcomes_start(ssn, previous)
     changed: list[str] = []
     reasons = HiddenReasons()
+    read = UnschedulableRead(ssn.uid)
     # the outcomes of look-alikes shown to the actions on the way (``lookalikes.show_next``),
     # before any job hidden behind one of them needs it (it may come first in session order)
     early: dict[str, JobOutcome] = {}
     if hidden is not None:
         for uid in hidden.revealed:
-            early[uid] = _outcome(ssn, ssn.jobs[uid], previous.get(uid) if previous is not None else None)
+            early[uid] = _outcome(ssn, ssn.jobs[uid], previous.get(uid) if previous is not None else None, read)
     # the last hidden job's first job, its outcome and the conditions this session wrote for
     # it: look-alikes mostly come together in session order
     seen_first = ""
@@ -185,7 +186,7 @@ def _close(ssn: Session, previous: dict[str, JobOutcome] | None, hidden: Hidden 
     first_conditions: list[dict[str, Any]] = []
     named: NamedConditions | None = None
     position = 0
-    for job in ssn.jobs.values():
+    for job in ssn.listed_jobs():
         first = job.hidden_behind if hidden is not None else ""
         if previous is None:
             before = None
@@ -195,7 +196,7 @@ def _close(ssn: Session, previous: dict[str, JobOutcome] | None, hidden: Hidden 
             before = previous.get(job.uid)
         if not first:
             made = early.get(job.uid) if early else None
-            outcome = made if made is not None else _outcome(ssn, job, before)
+            outcome = made if made is not None else _outcome(ssn, job, before, read)
         else:
             if first != seen_first or first_outcome is None:
                 made = early.get(first) if early else None
@@ -245,15 +246,17 @@ def _outcomes_start(ssn: Session, previous: dict[str, JobOutcome] | None) -> tup
     return cast("dict[str, JobOutcome]", ssn.jobs.copy()), 0
 
 
-def _outcome(ssn: Session, job: JobInfo, before: JobOutcome | None = None) -> JobOutcome:
+def _outcome(ssn: Session, job: JobInfo, before: JobOutcome | None = None, read: UnschedulableRead | None = None) -> JobOutcome:
     """The job's podgroup phase (set on the job too), conditions, reason and pod counts;
-    ``before``, the job's last outcome, whose reason is kept when it reads the same."""
+    ``before``, the job's last outcome, whose reason is kept when it reads the same; ``read``:
+    the close's reader of conditions (one is made when not given)."""
     kept = ssn.job_facts(job).kept
     found = kept.get("scheduled")
     if found is None:
         found = kept["scheduled"] = scheduled_counts(job)
     counts: tuple[int, int, int, int, int] = found  # typed: read without boxing (compiled)
-    job.phase = podgroup_phase(job, _unschedulable_now(ssn, job), counts)
+    unschedulable = read.of(job) if read is not None else _unschedulable_in(job.conditions, ssn.uid)
+    job.phase = podgroup_phase(job, unschedulable, counts)
     last, last_part = (before.reason, before.reason_part) if before is not None else (None, None)
     reason, part = explain_made_of(ssn, job, last, last_part)
     if before is not None and _kept_outcome(before, job, reason, part, None, counts[2], counts[3], counts[4]):
@@ -416,7 +419,7 @@ def _record_uncommitted_pipelines(ssn: Session) -> None:
     if not ssn.pipelines:
         return
     reported = {d.task for d in ssn.decisions if d.type == "pipeline"}
-    for job in ssn.jobs.values():
+    for job in ssn.listed_jobs():
         pipelined = job.status_index.get(PIPELINED)
         if not pipelined:
             continue
@@ -425,11 +428,30 @@ def _record_uncommitted_pipelines(ssn: Session) -> None:
                 ssn.record(Decision("pipeline", task.key, task.node_name, None, job.queue, job.uid))
 
 
-def _unschedulable_now(ssn: Session, job: JobInfo) -> bool:
-    for c in job.conditions:
-        if c.get("type") == "Unschedulable" and c.get("status") == "True" and c.get("transitionID") == ssn.uid:
+def _unschedulable_in(conditions: list[dict[str, Any]], uid: str) -> bool:
+    """Whether ``conditions`` hold an Unschedulable condition written by the session ``uid``."""
+    for c in conditions:
+        if c.get("type") == "Unschedulable" and c.get("status") == "True" and c.get("transitionID") == uid:
             return True
     return False
+
+
+class UnschedulableRead:
+    """Whether a job's conditions hold an Unschedulable condition written this session, the
+    answer for the last list read kept: no list of conditions is changed in place
+    (``JobInfo.set_condition`` makes a new one), and most jobs of a busy cluster share one
+    (gang's list of its one Scheduled condition), so a close reads that list once."""
+
+    def __init__(self, uid: str) -> None:
+        self.uid = uid
+        self.last: list[dict[str, Any]] | None = None
+        self.answer = False
+
+    def of(self, job: JobInfo) -> bool:
+        conditions = job.conditions
+        if conditions is not self.last:
+            self.last, self.answer = conditions, _unschedulable_in(conditions, self.uid)
+        return self.answer
 
 
 def scheduled_counts(job: JobInfo) -> tuple[int, int, int, int, int]:

@@ -129,7 +129,7 @@ def _build_context(ssn: Session) -> tuple[PriorityQueue[QueueInfo], dict[str, li
     that refuses everything never needs them."""
     queues: PriorityQueue[QueueInfo] = PriorityQueue(ssn.queue_order_fn)
     waiting: dict[str, list[tuple[JobInfo, list[TaskInfo]]]] = {}
-    for job in ssn.jobs.values():
+    for job in ssn.listed_jobs():
         if job.is_pending():
             if ssn.enqueue_enabled:
                 continue

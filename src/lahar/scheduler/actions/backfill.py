@@ -47,7 +47,7 @@ def _pending_best_effort(ssn: Session) -> list[TaskInfo]:
     queues: PriorityQueue[QueueInfo] = PriorityQueue(ssn.queue_order_fn)
     jobs: dict[str, PriorityQueue[JobInfo]] = {}
     tasks: dict[str, PriorityQueue[TaskInfo]] = {}
-    for job in ssn.jobs.values():
+    for job in ssn.listed_jobs():
         if not job.best_effort_tasks:  # no task of it asks for nothing: none to backfill
             continue
         if job.is_pending() or not ssn.job_facts(job).valid:

@@ -37,7 +37,7 @@ def _waiting(ssn: Session) -> tuple[PriorityQueue[QueueInfo], dict[str, list[Job
     queues: PriorityQueue[QueueInfo] = PriorityQueue(ssn.queue_order_fn)
     waiting: dict[str, list[JobInfo]] = {}
     seen: set[str] = set()
-    for job in ssn.jobs.values():
+    for job in ssn.listed_jobs():
         if job.queue in seen and not job.is_pending():
             continue
         queue = ssn.queues.get(job.queue)

@@ -27,7 +27,7 @@ from lahar.scheduler.pqueue import PriorityQueue
 
 def execute(ssn: Session) -> None:
     starving: dict[str, list[JobInfo]] = {}
-    for job in ssn.jobs.values():  # pure checks, the cheap ones first
+    for job in ssn.listed_jobs():  # pure checks, the cheap ones first
         if job.is_pending():
             continue
         facts = ssn.job_facts(job)

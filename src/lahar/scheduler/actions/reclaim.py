@@ -135,7 +135,7 @@ def _starving(ssn: Session) -> tuple[PriorityQueue[QueueInfo], dict[str, list[Jo
     queues: PriorityQueue[QueueInfo] = PriorityQueue(ssn.queue_order_fn)
     starving: dict[str, list[JobInfo]] = {}
     seen: set[str] = set()
-    for job in ssn.jobs.values():
+    for job in ssn.listed_jobs():
         if job.is_pending():
             continue
         facts = ssn.job_facts(job)
@@ -253,7 +253,7 @@ def _unreclaimable(ssn: Session) -> set[str]:
     if cached is None:
         # the queues first (a few), the jobs only when one of them is not reclaimable
         locked = {name for name, queue in ssn.queues.items() if not queue.reclaimable()}
-        cached = {job.queue for job in ssn.jobs.values() if job.queue in locked and job.count(RUNNING)} if locked else set()
+        cached = {job.queue for job in ssn.listed_jobs() if job.queue in locked and job.count(RUNNING)} if locked else set()
         ssn.memo["unreclaimable"] = cached
     return cached
 

@@ -189,6 +189,24 @@ class Session:
     job_order_at: int = 0
     job_order_map: Any = None
     _enabled_cache: dict[str, list] = field(default_factory=dict)
+    # ``jobs``'s values as a list, and the map it was made of (``listed_jobs``)
+    _listed: list[JobInfo] | None = None
+    _listed_of: dict[str, JobInfo] | None = None
+
+    def listed_jobs(self) -> list[JobInfo]:
+        """The session's jobs (the values of ``jobs``, in the same order) as a list, for the
+        passes of the actions and plugins over every job: compiled, a pass over a map's values
+        costs about a hundred instructions a job for the walk alone, over a list a few. Kept
+        while ``jobs`` is the same map with as many keys: in a session a job is only ever added
+        to it (a look-alike shown, under a key new to the map, so at its end), never taken out
+        or put under a key it has; a changed set of jobs is a new map. Else made anew (a new
+        list: one a caller is going over is never changed)."""
+        jobs = self.jobs
+        listed = self._listed
+        if listed is None or self._listed_of is not jobs or len(listed) != len(jobs):
+            listed = self._listed = list(jobs.values())
+            self._listed_of = jobs
+        return listed
 
     def release(self) -> None:
         """Drop what only the actions needed: plugins, their callbacks and the per-action
@@ -202,6 +220,7 @@ class Session:
         self._enabled_cache = {}
         self.memo = {}
         self.lookalikes = None  # the actions' view of the hidden jobs (the close has read it)
+        self._listed = self._listed_of = None
         if self.node_index is not None:
             self.node_index.views = {}  # allocate's per-request views score through the session
             for node in self.node_index.nodes:

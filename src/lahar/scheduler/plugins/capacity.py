@@ -83,7 +83,7 @@ class CapacityPlugin(Plugin):
 
     def _build_flat(self, ssn: Session) -> bool:
         total_guarantee = self._total_guarantee(ssn)
-        for job in ssn.jobs.values():
+        for job in ssn.listed_jobs():
             attr = self.attrs.get(job.queue)
             if attr is None:
                 attr = self.attrs[job.queue] = self._flat_attr(ssn.queues[job.queue], total_guarantee)
@@ -147,7 +147,7 @@ class CapacityPlugin(Plugin):
             self.attrs[queue.uid] = self._new_tree_attr(queue)
             if not self._link(ssn, queue, set()):
                 return False
-        for job in ssn.jobs.values():
+        for job in ssn.listed_jobs():
             attr = self.attrs.get(job.queue)
             if attr is None:
                 continue

@@ -49,7 +49,7 @@ class DrfPlugin(Plugin):
         self.shares: dict[str, float] = {}  # worked out so far: see ``share_of``
         self._held_nothing: set[str] = set()
         self._shares_of_parts: dict[JobPart, float] = {}
-        for job in ssn.jobs.values():
+        for job in ssn.listed_jobs():
             if standing_part(job) is not None and _copies_alike(job.allocated):
                 continue
             held = job.allocated  # JobInfo keeps it as the sum over its allocated tasks

@@ -62,7 +62,7 @@ class GangPlugin(Plugin):
         # a list of conditions in place either (``JobInfo.set_condition`` makes a new one)
         scheduled_only = [scheduled]
         unschedulable: dict[str, dict[str, str]] = {}
-        for job in ssn.jobs.values():
+        for job in ssn.listed_jobs():
             if not job.tasks:
                 continue
             if job.is_ready():

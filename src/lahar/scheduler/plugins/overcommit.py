@@ -30,7 +30,7 @@ class OvercommitPlugin(Plugin):
             used.add(node.used)
         self.idle = ssn.total_resource.clone().multi(factor).sub(used)
         self.inqueue = Resource()
-        for job in ssn.jobs.values():
+        for job in ssn.listed_jobs():
             if job.phase == "Inqueue" and job.min_resources is not None:
                 self.inqueue.add(job.get_min_resources())
             elif job.phase == "Running":

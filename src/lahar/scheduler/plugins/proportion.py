@@ -54,7 +54,7 @@ class ProportionPlugin(Plugin):
         counts = ssn.hidden_counts  # look-alikes set aside before the plugins opened, by first job
         if not self._add_parts(ssn, total, total_guarantee):
             self.attrs = {}
-            for job in ssn.jobs.values():
+            for job in ssn.listed_jobs():
                 attr = self.attrs.get(job.queue)
                 if attr is None:
                     attr = self.attrs[job.queue] = _new_attr(ssn.queues[job.queue], total, total_guarantee)
@@ -83,7 +83,7 @@ class ProportionPlugin(Plugin):
         some value is not a whole number at or above zero, or some sum could reach 2**53."""
         counts = ssn.hidden_counts
         tally = PartTally()
-        for job in ssn.jobs.values():
+        for job in ssn.listed_jobs():
             entry, weight = self._entry(job)
             if weight < 0.0:
                 return False

@@ -70,7 +70,7 @@ class SlaPlugin(Plugin):
         same jobs (a job past its deadline stays past it). A millisecond early, so that rounding
         of the sum can never put it after the moment the answer changes."""
         horizon = math.inf
-        for job in ssn.jobs.values():
+        for job in ssn.listed_jobs():
             wait = self._waiting_time(job)
             if wait is not None and job.creation + wait > ssn.now:
                 horizon = min(horizon, job.creation + wait - 0.001)
