@@ -190,7 +190,7 @@ def test_queue_allocations_whose_sums_could_reach_two_to_the_53_are_added_job_by
     for n in range(6):
         copy = jobs[f"j{n}"] = _with_parts(job.clone(), 0)
         copy.uid = f"j{n}"
-    assert allocations_by_parts(jobs.values(), {"a": Resource(), "b": Resource()}) is None
+    assert allocations_by_parts(list(jobs.values()), {"a": Resource(), "b": Resource()}) is None
     totals = queue_allocations(_session(jobs))
     assert totals["a"].memory == sum([2.0**51 + 1.0] * 6)  # rounded on the way, as the loop does
     assert totals["a"].memory != 6 * (2.0**51 + 1.0)  # not six times the part

@@ -69,3 +69,16 @@ def test_unschedulable_read_answers_each_list():
     for conditions, expected in [(scheduled, False), (scheduled, False), (mine, True), (mine, True), (older, False), ([], False), (both, True), (not_true, False), (scheduled, False), (mine, True)]:
         job.conditions = conditions
         assert read.of(job) is expected, conditions
+
+
+def test_is_pending_reads_the_phase_whatever_text_object_holds_it():
+    """The podgroup phase is told by identity for the interned "Running" only: the same texts
+    made anew (as unpickled ones are) read the same."""
+    job = open_session(_state(("a", 1, 1, 0)), CONF, 0.0).jobs["default/a"]
+    for phase, expected in [("Running", False), ("Pending", True), ("", True), ("Inqueue", False), ("Completed", False), ("Unknown", False)]:
+        for text in (phase, "".join(list(phase))):  # the literal, and a text made anew
+            job.phase = text
+            assert job.is_pending() is expected, (phase, text is phase)
+    job.podgroup = None  # a job without a podgroup waits whatever its phase
+    job.phase = "Running"
+    assert job.is_pending() is True

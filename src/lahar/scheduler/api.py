@@ -83,6 +83,7 @@ PIPELINED: Final = TaskStatus.PIPELINED
 BINDING: Final = TaskStatus.BINDING
 BOUND: Final = TaskStatus.BOUND
 RUNNING: Final = TaskStatus.RUNNING
+_RUNNING_PHASE: Final = sys.intern("Running")  # the podgroup phase (``JobInfo.is_pending``)
 RELEASING: Final = TaskStatus.RELEASING
 SUCCEEDED: Final = TaskStatus.SUCCEEDED
 FAILED: Final = TaskStatus.FAILED
@@ -449,8 +450,13 @@ class JobInfo:
         return self.waiting_task_num() + self.ready_task_num() < self.min_available
 
     def is_pending(self) -> bool:
-        # one comparison of text for a phase that is set (each pass of a cycle asks every job)
+        # each pass of a cycle asks every job. A running job's phase is mostly the very text
+        # ``_RUNNING_PHASE`` (interned when a job is made, and the literal a session sets), told
+        # by one look at the object; any other text is compared ("Running" and "Pending" have
+        # the same length: a full compare)
         phase = self.phase
+        if phase is _RUNNING_PHASE:
+            return self.podgroup is None
         return self.podgroup is None or not phase or phase == "Pending"
 
     # ----------------------------------------------------------------- per-role minimums

@@ -159,11 +159,12 @@ def _close(ssn: Session, previous: dict[str, JobOutcome] | None, hidden: Hidden 
         plugin.on_session_close(ssn)  # with look-alikes hidden, on the jobs the actions saw
     _record_uncommitted_pipelines(ssn)  # a hidden job has every task waiting: nothing pipelined
     acted = ssn.jobs  # the jobs the actions saw: a hidden job holds nothing (every task waits)
+    acted_list = ssn.listed_jobs()
     if hidden is not None:
         if any(acted[uid].allocated.holds_anything() for uid in hidden.revealed):
             # shown on the way, so last in ``acted``, and holding something: back in session
             # order, the order of the sums (a job that holds nothing is passed over by them)
-            acted = {uid: job for uid, job in hidden.every.items() if uid in acted}
+            acted_list = [job for uid, job in hidden.every.items() if uid in acted]
         ssn.jobs = hidden.every
     # every job's key in session order at once (a copy of a dict built by insertion only is a
     # block copy), each value then replaced by the job's outcome below: a dict grown key by
@@ -219,7 +220,7 @@ def _close(ssn: Session, previous: dict[str, JobOutcome] | None, hidden: Hidden 
             changed.append(job.uid)
     if len(outcomes) != len(ssn.jobs):  # a job taken out of the session's map after its snapshot
         outcomes = {uid: outcomes[uid] for uid in ssn.jobs}
-    result = CycleResult(ssn.decisions, outcomes, queue_allocations(ssn, acted), ssn, valid_until(ssn), changed, previous)
+    result = CycleResult(ssn.decisions, outcomes, queue_allocations(ssn, acted_list), ssn, valid_until(ssn), changed, previous)
     if ssn.job_order is not None and ssn.jobs is ssn.job_order_map:
         cast(JobOrder, ssn.job_order).record_close(outcomes, ssn.job_order_at)
     ssn.release()
@@ -487,21 +488,22 @@ def podgroup_phase(job: JobInfo, unschedulable: bool, counts: tuple[int, int, in
     return job.phase
 
 
-def queue_allocations(ssn: Session, jobs: dict[str, JobInfo] | None = None) -> dict[str, Resource]:
+def queue_allocations(ssn: Session, jobs: list[JobInfo] | None = None) -> dict[str, Resource]:
     """Each queue's allocated resources, added to every ancestor when a root queue exists.
-    ``jobs``: the session's jobs less some that hold nothing, in session order (the same sums).
+    ``jobs``: the session's jobs less some that hold nothing, in session order (the same sums);
+    all of them (``Session.listed_jobs``) when not given.
 
     A queue's own jobs are summed first (in job order), then each queue's own sum is added to
     its ancestors once, not each job's: an ancestor's figures are the same sums taken in
     another order (the same numbers for whole milli-CPUs, bytes and device counts)."""
     if jobs is None:
-        jobs = ssn.jobs
+        jobs = ssn.listed_jobs()
     totals: dict[str, Resource] = {name: Resource() for name in ssn.queues}
     # queues with allocated jobs, in order of their first job; jobs alike added once
-    holding = allocations_by_parts(jobs.values(), totals)
+    holding = allocations_by_parts(jobs, totals)
     if holding is None:
         holding = {}
-        for job in jobs.values():
+        for job in jobs:
             held = job.allocated  # JobInfo keeps it as the sum over its allocated tasks
             if held.holds_anything():
                 totals[job.queue].add_nonzero(held)

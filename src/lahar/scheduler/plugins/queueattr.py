@@ -9,7 +9,6 @@ schedules only Open queues; Lahar's default also lets Closing and Unknown queues
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Final
 
@@ -331,7 +330,7 @@ class PartTally:
 _FIRST_HOLDERS: Final = 64  # with no part among a session's first holders, the totals are added one by one
 
 
-def allocations_by_parts(jobs: Iterable[JobInfo], totals: dict[str, Resource]) -> dict[str, None] | None:
+def allocations_by_parts(jobs: list[JobInfo], totals: dict[str, Resource]) -> dict[str, None] | None:
     """What every job holds added to its queue's total in ``totals``, jobs alike once: each job
     whose part stands for it (``standing_part``) by its part, ``count`` times, the others one by
     one in their place, in the order of each one's first job. The totals of ``add_nonzero`` job
