@@ -303,7 +303,10 @@ class JobInfo:
         min_resources: Resource | None = None,
         preemptable: bool = False,
     ) -> None:
-        self.uid, self.name, self.namespace, self.queue = uid, name, namespace, queue
+        # the queue's name interned, as the queue's own is (``QueueInfo``): every pass over the
+        # jobs looks each one's queue up, in maps and sets keyed by the queue's name, and the
+        # same object is told at once (a name read from each podgroup is a text of its own)
+        self.uid, self.name, self.namespace, self.queue = uid, name, namespace, sys.intern(queue)
         self.min_available = min_available
         self.task_min_available = dict(task_min_available or {})
         self.task_min_available_total = sum(self.task_min_available.values())
@@ -724,7 +727,7 @@ class QueueInfo:
     """One queue as the scheduler reads it."""
 
     def __init__(self, queue: "Queue", creation: float = 0.0) -> None:
-        self.uid = self.name = queue.name
+        self.uid = self.name = sys.intern(queue.name)  # as its jobs' queue names: see ``JobInfo``
         self.queue = queue
         self.weight = queue.spec.weight
         self.priority = queue.spec.priority or 0

@@ -251,10 +251,10 @@ def _outcome(ssn: Session, job: JobInfo, before: JobOutcome | None = None, read:
     """The job's podgroup phase (set on the job too), conditions, reason and pod counts;
     ``before``, the job's last outcome, whose reason is kept when it reads the same; ``read``:
     the close's reader of conditions (one is made when not given)."""
-    kept = ssn.job_facts(job).kept
-    found = kept.get("scheduled")
+    facts = ssn.job_facts(job)
+    found = facts.scheduled
     if found is None:
-        found = kept["scheduled"] = scheduled_counts(job)
+        found = facts.scheduled = scheduled_counts(job)
     counts: tuple[int, int, int, int, int] = found  # typed: read without boxing (compiled)
     unschedulable = read.of(job) if read is not None else _unschedulable_in(job.conditions, ssn.uid)
     job.phase = podgroup_phase(job, unschedulable, counts)

@@ -95,7 +95,7 @@ class JobFacts:
     takes the copy back. Sound because every plugin registering these callbacks reads only the
     job's own tasks and fields fixed with its podgroup (``tests/property/test_job_facts.py``)."""
 
-    __slots__ = ("changes", "conf", "valid", "valid_message", "starving", "_pending", "_requesting", "kept", "kind", "kind_generation")
+    __slots__ = ("changes", "conf", "valid", "valid_message", "starving", "_pending", "_requesting", "kept", "scheduled", "kind", "kind_generation")
 
     def __init__(self, ssn: "Session", job: JobInfo) -> None:
         self.changes, self.conf = job.changes, ssn.conf
@@ -104,8 +104,11 @@ class JobFacts:
         self._pending: list[TaskInfo] | None = None
         self._requesting: list[TaskInfo] | None = None
         # anything else worked out from the job's tasks alone, kept as long as these facts, by
-        # whoever works it out (session close: the gang message, the phase counts, the request)
+        # whoever works it out (session close: the gang message, the request)
         self.kept: dict[str, Any] = {}
+        # the close's counts of the job's tasks for its podgroup (``cycle.scheduled_counts``):
+        # a field, not one more entry in ``kept``, as the close asks for every job
+        self.scheduled: tuple[int, int, int, int, int] | None = None
         # the job's kind of look-alike waiting job (``lahar.scheduler.lookalikes``), None when it is
         # none, from that table's generation; -1 while not described. The job's own description
         # outlives facts made stale by its tasks' moves (``JobInfo.described``), and is its kind
