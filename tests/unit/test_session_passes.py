@@ -45,6 +45,30 @@ def test_listed_jobs_follow_the_map_they_were_made_of():
     close_session(ssn)
 
 
+def test_the_lists_of_the_last_maps_listed_are_taken_again_while_those_maps_stand():
+    """A session that sets look-alikes aside lists every job, then the shown ones, then every
+    job again at its close: a map listed before is not listed again, unless a job was added to
+    it since."""
+    ssn = open_session(_state(("a", 1, 1, 0), ("b", 1, 1, 0), ("c", 1, 0, 1)), CONF, 0.0)
+    every = ssn.jobs
+    whole = ssn.listed_jobs()
+    shown = ssn.jobs = {"default/a": every["default/a"]}
+    assert ssn.listed_jobs() == [every["default/a"]]
+    ssn.jobs = {"default/b": every["default/b"]}  # a second map of shown jobs (``hide``)
+    assert ssn.listed_jobs() == [every["default/b"]]
+    ssn.jobs = every
+    assert ssn.listed_jobs() is whole  # taken again
+    shown["default/c"] = every["default/c"]  # a job shown since: that map's list is made anew
+    ssn.jobs = shown
+    assert ssn.listed_jobs() == [every["default/a"], every["default/c"]]
+    for n in range(6):  # more maps than are kept: the oldest lists are let go, never mixed up
+        ssn.jobs = {"default/a": every["default/a"]} if n % 2 else dict(every)
+        assert ssn.listed_jobs() == list(ssn.jobs.values())
+    ssn.jobs = every
+    assert ssn.listed_jobs() == whole
+    close_session(ssn)
+
+
 def test_phases_with_running_jobs_and_gangs_short_of_members_interleaved():
     """Running jobs share gang's one list of conditions; a job whose gang is short of members
     has an Unschedulable condition of its own and, with pods running, the phase Unknown. The

@@ -153,6 +153,9 @@ class EventHandler:
     deallocate: Callable[[TaskInfo], None] | None = None
 
 
+_LISTINGS_KEPT: Final = 4  # the maps of jobs a session keeps a list of (``Session.listed_jobs``)
+
+
 @dataclass
 class Session:
     uid: str
@@ -192,9 +195,11 @@ class Session:
     job_order_at: int = 0
     job_order_map: Any = None
     _enabled_cache: dict[str, list] = field(default_factory=dict)
-    # ``jobs``'s values as a list, and the map it was made of (``listed_jobs``)
+    # ``jobs``'s values as a list, and the map it was made of; the last maps listed, each with
+    # its list, the latest first (``listed_jobs``)
     _listed: list[JobInfo] | None = None
     _listed_of: dict[str, JobInfo] | None = None
+    _listings: list[tuple[dict[str, JobInfo], list[JobInfo]]] = field(default_factory=list)
 
     def listed_jobs(self) -> list[JobInfo]:
         """The session's jobs (the values of ``jobs``, in the same order) as a list, for the
@@ -202,14 +207,25 @@ class Session:
         costs about a hundred instructions a job for the walk alone, over a list a few. Kept
         while ``jobs`` is the same map with as many keys: in a session a job is only ever added
         to it (a look-alike shown, under a key new to the map, so at its end), never taken out
-        or put under a key it has; a changed set of jobs is a new map. Else made anew (a new
-        list: one a caller is going over is never changed)."""
+        or put under a key it has; a changed set of jobs is a new map. The lists of the last
+        maps listed are kept too: a session that sets look-alikes aside lists every job, then
+        those shown to the actions (twice: ``lookalikes.group``, then ``hide``), then every job
+        again at its close. Else made anew (a new list: one a caller is going over is never
+        changed)."""
         jobs = self.jobs
         listed = self._listed
-        if listed is None or self._listed_of is not jobs or len(listed) != len(jobs):
-            listed = self._listed = list(jobs.values())
-            self._listed_of = jobs
-        return listed
+        if listed is not None and self._listed_of is jobs and len(listed) == len(jobs):
+            return listed
+        found: list[JobInfo] | None = None
+        for of, kept in self._listings:
+            if of is jobs and len(kept) == len(jobs):
+                found = kept
+                break
+        if found is None:
+            found = list(jobs.values())
+            self._listings = [(jobs, found)] + self._listings[:_LISTINGS_KEPT - 1]
+        self._listed, self._listed_of = found, jobs
+        return found
 
     def release(self) -> None:
         """Drop what only the actions needed: plugins, their callbacks and the per-action
@@ -224,6 +240,7 @@ class Session:
         self.memo = {}
         self.lookalikes = None  # the actions' view of the hidden jobs (the close has read it)
         self._listed = self._listed_of = None
+        self._listings = []
         if self.node_index is not None:
             self.node_index.views = {}  # allocate's per-request views score through the session
             for node in self.node_index.nodes:
