@@ -289,7 +289,10 @@ def _hidden_outcome(
     when that reason may name the job. The condition objects are its first job's own (no one
     changes a condition or a reason in place: a new one replaces it)."""
     last, made_from = (before.reason, before.shared_reason) if before is not None else (None, None)
-    reason = reasons.of(job.uid, first.reason, last, made_from)
+    if made_from is not None and made_from is reasons.made_from and first.reason is reasons.first:
+        reason = last  # ``HiddenReasons.of``'s first answer, without the call: most look-alikes get it
+    else:
+        reason = reasons.of(job.uid, first.reason, last, made_from)
     if reason is None:
         return None
     if not job.conditions:  # the usual case: the run's look-alikes share the list (never changed in place)
