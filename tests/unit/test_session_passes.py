@@ -61,6 +61,14 @@ def test_the_lists_of_the_last_maps_listed_are_taken_again_while_those_maps_stan
     shown["default/c"] = every["default/c"]  # a job shown since: that map's list is made anew
     ssn.jobs = shown
     assert ssn.listed_jobs() == [every["default/a"], every["default/c"]]
+    ssn.jobs = every
+    whole = ssn.listed_jobs()
+    ssn.jobs = shown = {}
+    for key in ("default/a", "default/b", "default/c", "default/z"):  # a map listed as it grows (``show_next``)
+        shown[key] = every.get(key, every["default/a"])
+        assert ssn.listed_jobs() == list(shown.values())
+    ssn.jobs = every
+    assert ssn.listed_jobs() is whole  # one list for each map: a growing map does not push the others out
     for n in range(6):  # more maps than are kept: the oldest lists are let go, never mixed up
         ssn.jobs = {"default/a": every["default/a"]} if n % 2 else dict(every)
         assert ssn.listed_jobs() == list(ssn.jobs.values())

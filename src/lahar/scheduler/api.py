@@ -457,10 +457,10 @@ class JobInfo:
         # ``_RUNNING_PHASE`` (interned when a job is made, and the literal a session sets), told
         # by one look at the object; any other text is compared ("Running" and "Pending" have
         # the same length: a full compare)
+        if self.podgroup is None:
+            return True
         phase = self.phase
-        if phase is _RUNNING_PHASE:
-            return self.podgroup is None
-        return self.podgroup is None or not phase or phase == "Pending"
+        return phase is not _RUNNING_PHASE and (not phase or phase == "Pending")
 
     # ----------------------------------------------------------------- per-role minimums
 

@@ -247,17 +247,16 @@ def _outcomes_start(ssn: Session, previous: dict[str, JobOutcome] | None) -> tup
     return cast("dict[str, JobOutcome]", ssn.jobs.copy()), 0
 
 
-def _outcome(ssn: Session, job: JobInfo, before: JobOutcome | None = None, read: UnschedulableRead | None = None) -> JobOutcome:
+def _outcome(ssn: Session, job: JobInfo, before: JobOutcome | None, read: UnschedulableRead) -> JobOutcome:
     """The job's podgroup phase (set on the job too), conditions, reason and pod counts;
     ``before``, the job's last outcome, whose reason is kept when it reads the same; ``read``:
-    the close's reader of conditions (one is made when not given)."""
+    the close's reader of conditions."""
     facts = ssn.job_facts(job)
     found = facts.scheduled
     if found is None:
         found = facts.scheduled = scheduled_counts(job)
     counts: tuple[int, int, int, int, int] = found  # typed: read without boxing (compiled)
-    unschedulable = read.of(job) if read is not None else _unschedulable_in(job.conditions, ssn.uid)
-    job.phase = podgroup_phase(job, unschedulable, counts)
+    job.phase = podgroup_phase(job, read.of(job), counts)
     last, last_part = (before.reason, before.reason_part) if before is not None else (None, None)
     reason, part = explain_made_of(ssn, job, last, last_part)
     if before is not None and _kept_outcome(before, job, reason, part, None, counts[2], counts[3], counts[4]):

@@ -195,10 +195,8 @@ class Session:
     job_order_at: int = 0
     job_order_map: Any = None
     _enabled_cache: dict[str, list] = field(default_factory=dict)
-    # ``jobs``'s values as a list, and the map it was made of; the last maps listed, each with
-    # its list, the latest first (``listed_jobs``)
-    _listed: list[JobInfo] | None = None
-    _listed_of: dict[str, JobInfo] | None = None
+    # the last maps of jobs listed, each with its list (one entry a map), the latest made first
+    # (``listed_jobs``)
     _listings: list[tuple[dict[str, JobInfo], list[JobInfo]]] = field(default_factory=list)
 
     def listed_jobs(self) -> list[JobInfo]:
@@ -208,24 +206,21 @@ class Session:
         while ``jobs`` is the same map with as many keys: in a session a job is only ever added
         to it (a look-alike shown, under a key new to the map, so at its end), never taken out
         or put under a key it has; a changed set of jobs is a new map. The lists of the last
-        maps listed are kept too: a session that sets look-alikes aside lists every job, then
-        those shown to the actions (twice: ``lookalikes.group``, then ``hide``), then every job
-        again at its close. Else made anew (a new list: one a caller is going over is never
-        changed)."""
+        maps listed are kept too, one for each map: a session that sets look-alikes aside lists
+        every job, then those shown to the actions (twice: ``lookalikes.group``, then ``hide``),
+        then every job again at its close. Else made anew (a new list: one a caller is going
+        over is never changed), in the place of the map's older list if it has one."""
         jobs = self.jobs
-        listed = self._listed
-        if listed is not None and self._listed_of is jobs and len(listed) == len(jobs):
-            return listed
-        found: list[JobInfo] | None = None
-        for of, kept in self._listings:
-            if of is jobs and len(kept) == len(jobs):
-                found = kept
-                break
-        if found is None:
-            found = list(jobs.values())
-            self._listings = [(jobs, found)] + self._listings[:_LISTINGS_KEPT - 1]
-        self._listed, self._listed_of = found, jobs
-        return found
+        listings = self._listings
+        for at, (of, kept) in enumerate(listings):
+            if of is jobs:
+                if len(kept) == len(jobs):
+                    return kept
+                fresh = listings[at] = (jobs, list(jobs.values()))  # jobs were added since
+                return fresh[1]
+        made = list(jobs.values())
+        self._listings = [(jobs, made)] + listings[: _LISTINGS_KEPT - 1]
+        return made
 
     def release(self) -> None:
         """Drop what only the actions needed: plugins, their callbacks and the per-action
@@ -239,7 +234,6 @@ class Session:
         self._enabled_cache = {}
         self.memo = {}
         self.lookalikes = None  # the actions' view of the hidden jobs (the close has read it)
-        self._listed = self._listed_of = None
         self._listings = []
         if self.node_index is not None:
             self.node_index.views = {}  # allocate's per-request views score through the session
