@@ -4,6 +4,7 @@
     python bench/checkpoint.py run backlog.pkl --cycles 200      # the next 200 cycles (seconds)
     python bench/checkpoint.py run backlog.pkl --cycles 200 --warm 5   # the same, clock from the 6th
     python bench/checkpoint.py run backlog.pkl --cycles 1495 --warm 5 --no-digest   # the cycles' CPU alone
+    python bench/checkpoint.py run backlog.pkl --cycles 200 --warm 5 --intern   # texts interned as a live replay holds them
     python bench/checkpoint.py repeat backlog.pkl --times 30     # the next cycle 30 times: median CPU ms
     python bench/checkpoint.py finish backlog.pkl --save-every 20000 --out later.pkl   # to the end
     python bench/checkpoint.py shapes backlog.pkl --times 15      # what a cycle costs per waiting job
@@ -43,6 +44,13 @@ instruments on after the warm cycles (``callgrind_control -i on``), which leaves
 the profile too, and off after the measured ones (the interpreter's teardown of the loaded
 replay at exit would otherwise count: most of a 25-cycle profile of the deep backlog).
 
+An unpickled text is a new object: the file's job phases and queue names are not the interned
+texts a live replay holds (``JobInfo`` and ``QueueInfo`` intern them when made), so a check that
+tells them by identity misses on every job the replay has not made again since the load.
+``--intern`` interns them again after the load, as ``bench/idle.py`` does; the decisions and the
+digest are the same either way, only the cost moves. Without it the figures compare with the
+rounds before 2026-11-29 (afternoon), which ran without it.
+
 To compare two versions, run ``run`` alternately with each (``PYTHONPATH=OTHER/src``) on the same
 file. The file holds the simulation's objects as pickled by the code that saved it: save with the
 older version, and check that the newer one loads it (a class that gained an attribute the
@@ -71,6 +79,7 @@ from lahar.sim.engine import Simulation
 from lahar.sim.metrics import MetricsCollector
 from lahar.sim.traces import build_workload
 from callgrind import instruments
+from idle import intern_texts
 from trace import trace_path
 
 sys.setrecursionlimit(100_000)  # pickling the cluster's object graph goes deep
@@ -90,9 +99,11 @@ def save(cycle: int, path: str, traces: str | None) -> None:
     print(json.dumps({"bench": "checkpoint", "saved": path, "cycles": sim.cycle_count, "sim_seconds": position.now, "cpu_seconds": round(time.process_time() - started, 1)}))
 
 
-def run(path: str, cycles: int, count_reasons: bool = False, warm: int = 0, callgrind: bool = False, digesting: bool = True) -> None:
+def run(path: str, cycles: int, count_reasons: bool = False, warm: int = 0, callgrind: bool = False, digesting: bool = True, intern: bool = False) -> None:
     with open(path, "rb") as source:
         sim, position = pickle.load(source)
+    if intern:  # as a live replay holds them (``idle.intern_texts``)
+        intern_texts(sim.world.cache)
     digest = hashlib.sha256()
     reasons: dict = {}
     moved = [0]  # pending reasons that differ from the cycle before: a server writes each one
@@ -122,7 +133,7 @@ def run(path: str, cycles: int, count_reasons: bool = False, warm: int = 0, call
     if callgrind:  # off again: the teardown of the loaded replay at exit is not the cycles' work
         instruments("off")
     done = sim.cycle_count - first
-    print(json.dumps({"bench": "checkpoint", "from_cycle": first, "warm_cycles": warm, "cycles": done, "cpu_seconds": round(cpu, 2), "ms_per_cycle": round(1000 * cpu / max(done, 1), 2), "digest": digest.hexdigest()[:16] if digesting else None, **({"reason_changes": moved[0]} if count_reasons else {})}))
+    print(json.dumps({"bench": "checkpoint", "from_cycle": first, "warm_cycles": warm, "cycles": done, "cpu_seconds": round(cpu, 2), "ms_per_cycle": round(1000 * cpu / max(done, 1), 2), "digest": digest.hexdigest()[:16] if digesting else None, **({"reason_changes": moved[0]} if count_reasons else {}), **({"interned": True} if intern else {})}))
 
 
 def finish(path: str, out: str | None, save_every: int, progress: int, cpu_before: float) -> None:
@@ -231,6 +242,7 @@ def main() -> None:
     running.add_argument("--reason-changes", action="store_true", help="also count the pending reasons that differ from the cycle before")
     running.add_argument("--warm", type=int, default=0, metavar="N", help="first run N cycles off the clock (in the digest): the first cycle after a load works out every job's facts again")
     running.add_argument("--callgrind", action="store_true", help="under valgrind --tool=callgrind --instr-atstart=no: turn the instruments on after the warm cycles")
+    running.add_argument("--intern", action="store_true", help="intern again the texts a live replay holds interned (job phases, queue names), as bench/idle.py does: an unpickled text is a new object, which identity checks miss")
     running.add_argument("--no-digest", action="store_true", help="time the cycles alone: the digest reads every job's outcome each cycle (in a deep backlog, more than a cycle that hides look-alikes costs)")
     repeating = commands.add_parser("repeat", help="run the cycle at FILE's position --times times on the same cluster; print the median CPU ms")
     repeating.add_argument("file")
@@ -258,7 +270,7 @@ def main() -> None:
     else:
         if args.warm < 0:
             sys.exit("run: --warm must be 0 or more")
-        run(args.file, args.cycles, args.reason_changes, args.warm, args.callgrind, not args.no_digest)
+        run(args.file, args.cycles, args.reason_changes, args.warm, args.callgrind, not args.no_digest, args.intern)
 
 
 if __name__ == "__main__":

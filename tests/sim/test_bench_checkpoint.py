@@ -1,0 +1,68 @@
+"""``bench/checkpoint.py run --intern``: a saved replay resumed with the texts a live replay
+holds interned interned again after the load (an unpickled text is a new object), which
+changes no decision: the digest is the one of the run without it."""
+
+from __future__ import annotations
+
+import json
+import pickle
+import subprocess
+import sys
+from pathlib import Path
+
+from lahar.scheduler.framework.config import default_config_text, load_config
+from lahar.sim.compare import Clock, replay_position, run_replay
+from lahar.sim.engine import Simulation
+from lahar.sim.traces import build_workload, parse_cluster
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _saved_replay(path: Path) -> None:
+    workload = build_workload(f"philly:{ROOT / 'tests' / 'data' / 'traces' / 'philly-head.csv'}", limit=120)
+    workload.nodes = parse_cluster(["4 x cpu=64,memory=512Gi,gpu=8"])  # small: jobs wait
+    objects, _ = workload.objects(None)
+    sim = Simulation(objects, load_config(default_config_text()), period=1.0)
+    sim.keep_cycles = False
+    position = replay_position(objects, Clock(1.0, None, None))
+    assert run_replay(sim, position, cycles=40)
+    path.write_bytes(pickle.dumps((sim, position), protocol=pickle.HIGHEST_PROTOCOL))
+
+
+def _run(saved: Path, *extra: str) -> dict:
+    out = subprocess.run(
+        [sys.executable, str(ROOT / "bench" / "checkpoint.py"), "run", str(saved), "--cycles", "30", *extra],
+        capture_output=True, text=True, timeout=300,
+    )
+    assert out.returncode == 0, out.stderr[-3000:]
+    return json.loads(out.stdout)
+
+
+def test_a_replay_resumed_with_its_texts_interned_decides_as_without(tmp_path):
+    saved = tmp_path / "replay.pkl"
+    _saved_replay(saved)
+    sim, _ = pickle.loads(saved.read_bytes())
+    jobs = list(sim.world.cache.jobs.values())
+    assert jobs and all(job.phase is not sys.intern(job.phase) for job in jobs)  # unpickled: texts of their own
+    plain, interned = _run(saved), _run(saved, "--intern")
+    assert plain["cycles"] == interned["cycles"] == 30
+    assert interned["digest"] == plain["digest"] and plain["digest"]
+    assert interned["interned"] is True and "interned" not in plain
+
+
+def test_intern_texts_interns_the_phases_and_queue_names_of_a_loaded_replay(tmp_path):
+    saved = tmp_path / "replay.pkl"
+    _saved_replay(saved)
+    sys.path.insert(0, str(ROOT / "bench"))
+    try:
+        from idle import intern_texts
+    finally:
+        sys.path.remove(str(ROOT / "bench"))
+    sim, _ = pickle.loads(saved.read_bytes())
+    cache = sim.world.cache
+    intern_texts(cache)
+    for job in cache.jobs.values():
+        assert job.phase is sys.intern(job.phase)
+        assert job.queue is sys.intern(job.queue)
+    for queue in cache.queues.values():
+        assert queue.name is sys.intern(queue.name)
