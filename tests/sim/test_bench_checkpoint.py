@@ -10,21 +10,14 @@ import subprocess
 import sys
 from pathlib import Path
 
-from lahar.scheduler.framework.config import default_config_text, load_config
-from lahar.sim.compare import Clock, replay_position, run_replay
-from lahar.sim.engine import Simulation
-from lahar.sim.traces import build_workload, parse_cluster
+from lahar.sim.compare import run_replay
+from trace_slice import slice_at_start
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def _saved_replay(path: Path) -> None:
-    workload = build_workload(f"philly:{ROOT / 'tests' / 'data' / 'traces' / 'philly-head.csv'}", limit=120)
-    workload.nodes = parse_cluster(["4 x cpu=64,memory=512Gi,gpu=8"])  # small: jobs wait
-    objects, _ = workload.objects(None)
-    sim = Simulation(objects, load_config(default_config_text()), period=1.0)
-    sim.keep_cycles = False
-    position = replay_position(objects, Clock(1.0, None, None))
+    sim, position = slice_at_start("4 x cpu=64,memory=512Gi,gpu=8", limit=120)  # small: jobs wait
     assert run_replay(sim, position, cycles=40)
     path.write_bytes(pickle.dumps((sim, position), protocol=pickle.HIGHEST_PROTOCOL))
 

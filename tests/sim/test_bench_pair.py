@@ -9,10 +9,9 @@ import pickle
 from pathlib import Path
 from types import SimpleNamespace
 
-from lahar.scheduler.framework.config import default_config_text, load_config
-from lahar.sim.compare import Clock, replay_position, run_replay
+from lahar.sim.compare import run_replay
 from lahar.sim.engine import Simulation
-from lahar.sim.traces import build_workload, parse_cluster
+from trace_slice import slice_at_start
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -25,12 +24,7 @@ def _bench_pair():
 
 
 def _saved_replay(folder: Path) -> Path:
-    workload = build_workload(f"philly:{ROOT / 'tests' / 'data' / 'traces' / 'philly-head.csv'}", limit=60)
-    workload.nodes = parse_cluster(["2 x cpu=64,memory=512Gi,gpu=8"])  # small: jobs wait
-    objects, _ = workload.objects(None)
-    sim = Simulation(objects, load_config(default_config_text()), period=1.0)
-    sim.keep_cycles = False
-    position = replay_position(objects, Clock(1.0, None, None))
+    sim, position = slice_at_start("2 x cpu=64,memory=512Gi,gpu=8", limit=60)  # small: jobs wait
     run_replay(sim, position, cycles=10)
     path = folder / "replay.pkl"
     path.write_bytes(pickle.dumps((sim, position)))
@@ -64,10 +58,7 @@ def test_both_versions_run_on_both_copies_and_the_copies_stay_in_step(tmp_path, 
 def test_a_saved_cluster_runs_the_same_cycle_for_each_version_in_turn(tmp_path, monkeypatch):
     """A cluster saved by ``loop.py --save``: each version runs the cycle as often as the other,
     taking turns going first, on a cluster that no cycle changes."""
-    workload = build_workload(f"philly:{ROOT / 'tests' / 'data' / 'traces' / 'philly-head.csv'}", limit=20)
-    workload.nodes = parse_cluster(["2 x cpu=64,memory=512Gi,gpu=8"])
-    objects, _ = workload.objects(None)
-    sim = Simulation(objects, load_config(default_config_text()), period=1.0)
+    sim, _ = slice_at_start("2 x cpu=64,memory=512Gi,gpu=8", limit=20)
     sim.run_cycles(3)
     saved = (sim.world.cache, sim.conf)
     jobs_before = {uid: (job.phase, job.changes) for uid, job in sim.world.cache.jobs.items()}

@@ -18,9 +18,8 @@ import pytest
 
 from lahar.scheduler.framework.config import default_config_text, load_config
 from lahar.scheduler.framework.session import Session
-from lahar.sim.compare import Clock, replay_position, run_replay
-from lahar.sim.engine import Simulation
-from lahar.sim.traces import build_workload, parse_cluster
+from lahar.sim.compare import run_replay
+from trace_slice import slice_at_start
 
 pytestmark = pytest.mark.python_source
 
@@ -73,12 +72,8 @@ def test_the_guard_finds_a_job_put_under_a_key_the_map_has(checked):
 
 
 def test_a_replay_with_look_alikes_hidden_keeps_the_rule(checked):
-    workload = build_workload(f"philly:{ROOT / 'tests' / 'data' / 'traces' / 'philly-head.csv'}", limit=120)
-    workload.nodes = parse_cluster(["4 x cpu=64,memory=512Gi,gpu=8"])  # small: jobs wait, look-alikes are hidden
-    objects, _ = workload.objects(None)
-    sim = Simulation(objects, load_config(default_config_text()), period=1.0)
-    sim.keep_cycles = False
-    assert not run_replay(sim, replay_position(objects, Clock(1.0, None, None)))  # to the end
+    sim, position = slice_at_start("4 x cpu=64,memory=512Gi,gpu=8", limit=120)  # small: jobs wait, look-alikes are hidden
+    assert not run_replay(sim, position)  # to the end
     assert sim.cycle_count > 100
     assert checked.calls > 10 * sim.cycle_count and checked.kept > checked.calls // 2
     assert checked.grown > 0  # look-alikes shown on the way: a map listed again after it grew
