@@ -1,0 +1,126 @@
+"""One write of the server's control loop against the store's part of it: what leaner writes could save.
+
+    python bench/write.py
+    python bench/write.py --podgroups 2000 --rounds 7
+
+Builds a server's control loop over a fresh SQLite file (in-process, as ``loop.py`` does), binds
+``--podgroups`` one-pod vcjobs, then writes each job's podgroup phase back and forth
+(``Inqueue``, ``Running``) in one store transaction a round, three ways:
+
+- ``loop``: as the loop writes a podgroup's status after a cycle (``_podgroup_status`` of the
+  server's world): model copies of the podgroup and its status, its dump, the store's update
+  at the version the world holds, the version stamped on the world's copy, and the written
+  object taken back into the world, the scheduler's cache and admission's view;
+- ``store``: the store's ``update`` alone, of the very documents the loop wrote last (read
+  beforehand, off the clock), at their versions;
+- ``document``: the same change made on the stored document (its ``status`` replaced in a
+  copy of the dict), then the same ``update``: no model, no dump, nothing taken back in.
+
+Prints one JSON line: CPU microseconds per write each way, medians of ``--rounds`` (each round
+writes every podgroup twice each way), and the loop's share that is not the store's. The world
+is brought back in step with the store after the ``document`` writes (``sync``, off the clock),
+so every round's ``loop`` writes are made as the loop makes them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+from lahar.scheduler.cycle import JobOutcome
+from lahar.scheduler.framework.config import default_config_text, load_config
+from lahar.server.loop import ControlLoop
+from lahar.server.service import ApiService
+from lahar.store import open_store
+from loop import NODE_PODS, job
+
+PHASES = ("Inqueue", "Running")
+
+
+def bound_loop(folder: Path, podgroups: int) -> ControlLoop:
+    """A control loop over a fresh SQLite file with ``podgroups`` one-pod vcjobs, every one bound."""
+    service = ApiService(open_store(f"sqlite:///{folder / 'lahar.db'}"))
+    for n in range(podgroups // NODE_PODS + 1):
+        allocatable = {"cpu": str(NODE_PODS), "memory": "440Gi", "pods": str(NODE_PODS)}
+        service.create({"apiVersion": "v1", "kind": "Node", "metadata": {"name": f"node-{n}"}, "status": {"allocatable": allocatable}})
+    loop = ControlLoop(service, load_config(default_config_text()), 1.0, clock=iter(range(10, 10**9)).__next__)
+    for k in range(podgroups):
+        service.create(job(f"job-{k}"))
+    for _ in range(3):  # podgroups and pods made, bound, then Running
+        loop.tick()
+    return loop
+
+
+def loop_writes(loop: ControlLoop, keys: list[str], phase: str) -> float:
+    """CPU seconds of the loop's own podgroup status writes, one transaction."""
+    world, service = loop.world, loop.service
+    started = time.process_time()
+    with service.lock, service.store.batch():
+        for key in keys:
+            world._podgroup_status(key, world.podgroups[key], JobOutcome(phase, "default", [], None, 1, 0, 0))
+    return time.process_time() - started
+
+
+def store_writes(loop: ControlLoop, documents: list[dict]) -> float:
+    """CPU seconds of the store's ``update`` alone of ``documents``, at their versions."""
+    store = loop.service.store
+    started = time.process_time()
+    with loop.service.lock, store.batch():
+        for document in documents:
+            store.update(document, owned=True)
+    return time.process_time() - started
+
+
+def document_writes(loop: ControlLoop, documents: list[dict], phase: str) -> float:
+    """CPU seconds of the phase changed on each stored document, then its ``update``."""
+    store = loop.service.store
+    started = time.process_time()
+    with loop.service.lock, store.batch():
+        for document in documents:
+            changed = {**document, "metadata": dict(document["metadata"]), "status": {**document.get("status", {}), "phase": phase}}
+            store.update(changed, owned=True)
+    return time.process_time() - started
+
+
+def run(podgroups: int, rounds: int, folder: Path) -> dict:
+    loop = bound_loop(folder, podgroups)
+    store = loop.service.store
+    keys = sorted(loop.world.podgroups)
+    assert len(keys) == podgroups, "every vcjob has its podgroup"
+    spent: dict[str, list[float]] = {"loop": [], "store": [], "document": []}
+    for _ in range(rounds):
+        spent["loop"].append(sum(loop_writes(loop, keys, phase) for phase in PHASES) / (2 * len(keys)))
+        written = [store.get("PodGroup", key) for key in keys]
+        spent["store"].append((store_writes(loop, written) + store_writes(loop, [store.get("PodGroup", key) for key in keys])) / (2 * len(keys)))
+        spent["document"].append(sum(document_writes(loop, [store.get("PodGroup", key) for key in keys], phase) for phase in PHASES) / (2 * len(keys)))
+        loop.world.sync()  # the world in step with the store again (off the clock)
+    medians = {way: 1e6 * statistics.median(seconds) for way, seconds in spent.items()}
+    store.close()
+    return {
+        "bench": "write",
+        "podgroups": podgroups,
+        "rounds": rounds,
+        "loop_us_per_write": round(medians["loop"], 1),
+        "store_us_per_write": round(medians["store"], 1),
+        "document_us_per_write": round(medians["document"], 1),
+        "loop_share_outside_store": round(1 - medians["store"] / medians["loop"], 3),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--podgroups", type=int, default=1000)
+    parser.add_argument("--rounds", type=int, default=5)
+    args = parser.parse_args()
+    if args.podgroups < 1 or args.rounds < 1:
+        parser.error("--podgroups and --rounds must be at least 1")
+    with tempfile.TemporaryDirectory() as folder:
+        print(json.dumps(run(args.podgroups, args.rounds, Path(folder))))
+
+
+if __name__ == "__main__":
+    main()
