@@ -10,6 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from bench_programs import bench_program
 from lahar.sim.compare import run_replay
 from trace_slice import slice_at_start
 
@@ -46,14 +47,9 @@ def test_a_replay_resumed_with_its_texts_interned_decides_as_without(tmp_path):
 def test_intern_texts_interns_the_phases_and_queue_names_of_a_loaded_replay(tmp_path):
     saved = tmp_path / "replay.pkl"
     _saved_replay(saved)
-    sys.path.insert(0, str(ROOT / "bench"))
-    try:
-        from idle import intern_texts
-    finally:
-        sys.path.remove(str(ROOT / "bench"))
     sim, _ = pickle.loads(saved.read_bytes())
     cache = sim.world.cache
-    intern_texts(cache)
+    bench_program("idle").intern_texts(cache)
     for job in cache.jobs.values():
         assert job.phase is sys.intern(job.phase)
         assert job.queue is sys.intern(job.queue)

@@ -4,34 +4,23 @@ load, which changes no outcome, and it prints one JSON line."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import pickle
 import subprocess
 import sys
 from pathlib import Path
 
+from bench_programs import bench_program
 from lahar.scheduler.cycle import run_cycle
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def _bench(name: str):
-    sys.path.insert(0, str(ROOT / "bench"))  # the programs import bench/callgrind.py
-    try:
-        spec = importlib.util.spec_from_file_location(f"bench_{name}", ROOT / "bench" / f"{name}.py")
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-        return module
-    finally:
-        sys.path.remove(str(ROOT / "bench"))
-
-
 def test_a_saved_cluster_runs_its_cycles_with_the_texts_interned_and_the_same_outcomes(tmp_path):
     saved = tmp_path / "running.pkl"
-    done = _bench("loop").run(60, 20, tmp_path, save=str(saved))
+    done = bench_program("loop").run(60, 20, tmp_path, save=str(saved))
     assert done["pods_bound"] == 60
-    idle = _bench("idle")
+    idle = bench_program("idle")
     cache, conf = pickle.loads(saved.read_bytes())
     plain = run_cycle(cache, conf, 10**8, uid="plain").jobs
     cache, conf = pickle.loads(saved.read_bytes())

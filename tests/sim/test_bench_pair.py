@@ -4,23 +4,17 @@ run on both copies (or a copy that costs more than the other would bias the rati
 
 from __future__ import annotations
 
-import importlib.util
 import pickle
 from pathlib import Path
 from types import SimpleNamespace
 
+from bench_programs import bench_program
 from lahar.sim.compare import run_replay
 from lahar.sim.engine import Simulation
 from trace_slice import slice_at_start
 
-ROOT = Path(__file__).resolve().parents[2]
-
-
 def _bench_pair():
-    spec = importlib.util.spec_from_file_location("bench_pair", ROOT / "bench" / "pair.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return bench_program("pair")
 
 
 def _saved_replay(folder: Path) -> Path:

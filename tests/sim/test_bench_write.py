@@ -4,22 +4,11 @@ and the loop's writes are made as the loop makes them, at the version the world 
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
-
-ROOT = Path(__file__).resolve().parents[2]
+from bench_programs import bench_program
 
 
 def _bench_write():
-    sys.path.insert(0, str(ROOT / "bench"))  # bench/write.py imports bench/loop.py
-    try:
-        spec = importlib.util.spec_from_file_location("bench_write", ROOT / "bench" / "write.py")
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-        return module
-    finally:
-        sys.path.remove(str(ROOT / "bench"))
+    return bench_program("write")
 
 
 def test_each_way_writes_every_podgroup_and_the_world_stays_in_step(tmp_path):

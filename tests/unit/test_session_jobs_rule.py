@@ -12,19 +12,16 @@ compiled this runs against the Python source (``tests/test_python_source.py``)."
 
 from __future__ import annotations
 
-from pathlib import Path
 
 import pytest
 
 from lahar.scheduler.framework.config import default_config_text, load_config
 from lahar.scheduler.framework.session import Session
+from bench_programs import bench_program
 from lahar.sim.compare import run_replay
 from trace_slice import slice_at_start
 
 pytestmark = pytest.mark.python_source
-
-ROOT = Path(__file__).resolve().parents[2]
-
 
 class Tally:
     def __init__(self) -> None:
@@ -90,16 +87,6 @@ def test_the_seed_scenarios_keep_the_rule(checked):
 
 
 def test_the_servers_control_loop_keeps_the_rule(checked, tmp_path):
-    import importlib.util
-    import sys
-
-    sys.path.insert(0, str(ROOT / "bench"))  # bench/loop.py imports bench/callgrind.py
-    try:
-        spec = importlib.util.spec_from_file_location("bench_loop", ROOT / "bench" / "loop.py")
-        loop = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(loop)
-    finally:
-        sys.path.remove(str(ROOT / "bench"))
-    done = loop.run(200, 40, tmp_path)
+    done = bench_program("loop").run(200, 40, tmp_path)
     assert done["pods_bound"] == 200
     assert checked.calls > 0 and checked.kept > 0
