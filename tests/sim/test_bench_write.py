@@ -1,40 +1,49 @@
-"""``bench/write.py`` times one write of the control loop three ways (as the loop makes it, the
-store's part alone, the change made on the stored document): each way writes every podgroup,
-and the loop's writes are made as the loop makes them, at the version the world holds."""
+"""``bench/write.py`` times the status writes of the control loop three ways (as the loop makes
+them, the store's part alone, the change made on the stored document), for podgroups and for
+vcjobs: each way writes every object, and the loop's writes are made as the loop makes them,
+at the version the world holds."""
 
 from __future__ import annotations
+
+import pytest
 
 from bench_programs import bench_program
 
 
-def _bench_write():
-    return bench_program("write")
-
-
-def test_each_way_writes_every_podgroup_and_the_world_stays_in_step(tmp_path):
-    bench = _bench_write()
+@pytest.mark.parametrize("kind,stored,phases", [("podgroup", "PodGroup", ("Inqueue", "Running")), ("vcjob", "Job", ("Pending", "Running"))])
+def test_each_way_writes_every_object_and_the_world_stays_in_step(tmp_path, kind, stored, phases):
+    bench = bench_program("write")
     loop = bench.bound_loop(tmp_path, 12)
     store, world = loop.service.store, loop.world
-    keys = sorted(world.podgroups)
-    assert len(keys) == 12 and all(world.podgroups[k].status.phase == "Running" for k in keys)
+    table = world.podgroups if kind == "podgroup" else world.jobs
+
+    def phase(key: str) -> tuple[str, str]:
+        """(stored, the world's): a podgroup's phase, or a vcjob's ``state.phase``."""
+        document, held = store.get(stored, key), table[key]
+        if kind == "podgroup":
+            return document["status"]["phase"], held.status.phase
+        return document["status"]["state"]["phase"], held.status.state["phase"]
+
+    keys = sorted(table)
+    assert len(keys) == 12 and all(phase(k) == ("Running", "Running") for k in keys)
     before = store.current_version()
-    bench.loop_writes(loop, keys, "Inqueue")
+    bench.loop_writes(loop, keys, "Inqueue", kind)
     assert store.current_version() == before + 12  # one write each, none read back and written again
-    assert all(store.get("PodGroup", k)["status"]["phase"] == "Inqueue" == world.podgroups[k].status.phase for k in keys)
-    assert all(world.podgroups[k].metadata.resource_version == store.get("PodGroup", k)["metadata"]["resourceVersion"] for k in keys)
-    documents = [store.get("PodGroup", k) for k in keys]
-    bench.store_writes(loop, documents)
-    bench.document_writes(loop, [store.get("PodGroup", k) for k in keys], "Running")
+    assert all(phase(k) == (phases[0], phases[0]) for k in keys)
+    assert all(table[k].metadata.resource_version == store.get(stored, k)["metadata"]["resourceVersion"] for k in keys)
+    bench.store_writes(loop, [store.get(stored, k) for k in keys])
+    bench.document_writes(loop, [store.get(stored, k) for k in keys], "Running", kind)
     assert store.current_version() == before + 36
-    assert all(store.get("PodGroup", k)["status"]["phase"] == "Running" for k in keys)
     world.sync()
-    assert all(world.podgroups[k].status.phase == "Running" for k in keys)
+    assert all(phase(k) == ("Running", "Running") for k in keys)
     store.close()
 
 
-def test_it_prints_the_three_ways_per_write(tmp_path):
-    line = _bench_write().run(10, 2, tmp_path)
+def test_it_prints_the_three_ways_per_write_for_each_kind(tmp_path):
+    line = bench_program("write").run(10, 2, tmp_path)
     assert line["bench"] == "write" and line["podgroups"] == 10 and line["rounds"] == 2
-    assert line["loop_us_per_write"] > 0 and line["store_us_per_write"] > 0 and line["document_us_per_write"] > 0
-    share = 1 - line["store_us_per_write"] / line["loop_us_per_write"]  # of the rounded figures: within a rounding
-    assert abs(line["loop_share_outside_store"] - share) < 0.01
+    for kind in ("podgroup", "vcjob"):
+        ways = [line[f"{kind}_{way}_us_per_write"] for way in ("loop", "store", "document")]
+        assert all(us > 0 for us in ways)
+        share = 1 - ways[1] / ways[0]  # of the rounded figures: within a rounding
+        assert abs(line[f"{kind}_loop_share_outside_store"] - share) < 0.01
