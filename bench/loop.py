@@ -66,12 +66,19 @@ class CycleTimedLoop(ControlLoop):
             self.cycle_cpu += time.process_time() - started
 
 
-def run(jobs: int, per_tick: int, folder: Path, plain_gc: bool = False, save: str | None = None, callgrind: bool = False) -> dict:
-    store = open_store(f"sqlite:///{folder / 'lahar.db'}")
-    service = ApiService(store)
+def service_with_nodes(folder: Path, jobs: int) -> ApiService:
+    """An ``ApiService`` over a fresh SQLite file in ``folder``, with nodes enough for ``jobs``
+    one-pod jobs (``NODE_PODS`` a node)."""
+    service = ApiService(open_store(f"sqlite:///{folder / 'lahar.db'}"))
     for n in range(jobs // NODE_PODS + 1):
         allocatable = {"cpu": str(NODE_PODS), "memory": "440Gi", "pods": str(NODE_PODS)}
         service.create({"apiVersion": "v1", "kind": "Node", "metadata": {"name": f"node-{n}"}, "status": {"allocatable": allocatable}})
+    return service
+
+
+def run(jobs: int, per_tick: int, folder: Path, plain_gc: bool = False, save: str | None = None, callgrind: bool = False) -> dict:
+    service = service_with_nodes(folder, jobs)
+    store = service.store
     heap = None if plain_gc else HeapCollector()  # as ``lahar server`` runs its loop
     loop = CycleTimedLoop(service, load_config(default_config_text()), 1.0, clock=iter(range(10, 10**9)).__next__, heap=heap)
     first = store.current_version()

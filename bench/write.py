@@ -36,9 +36,7 @@ from pathlib import Path
 from lahar.scheduler.cycle import JobOutcome
 from lahar.scheduler.framework.config import default_config_text, load_config
 from lahar.server.loop import ControlLoop
-from lahar.server.service import ApiService
-from lahar.store import open_store
-from loop import NODE_PODS, job
+from loop import job, service_with_nodes
 
 PHASES = ("Inqueue", "Running")  # the podgroup's; the vcjob's follow (Pending, Running)
 KINDS = {"podgroup": "PodGroup", "vcjob": "Job"}
@@ -46,10 +44,7 @@ KINDS = {"podgroup": "PodGroup", "vcjob": "Job"}
 
 def bound_loop(folder: Path, podgroups: int) -> ControlLoop:
     """A control loop over a fresh SQLite file with ``podgroups`` one-pod vcjobs, every one bound."""
-    service = ApiService(open_store(f"sqlite:///{folder / 'lahar.db'}"))
-    for n in range(podgroups // NODE_PODS + 1):
-        allocatable = {"cpu": str(NODE_PODS), "memory": "440Gi", "pods": str(NODE_PODS)}
-        service.create({"apiVersion": "v1", "kind": "Node", "metadata": {"name": f"node-{n}"}, "status": {"allocatable": allocatable}})
+    service = service_with_nodes(folder, podgroups)
     loop = ControlLoop(service, load_config(default_config_text()), 1.0, clock=iter(range(10, 10**9)).__next__)
     for k in range(podgroups):
         service.create(job(f"job-{k}"))
