@@ -29,7 +29,6 @@ answer read but not parsed).
 
 from __future__ import annotations
 
-import argparse
 import http.client
 import json
 import os
@@ -47,6 +46,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+from options import count, duration, parser as bench_parser, positive_seconds
 
 API = "/apis/batch.volcano.sh/v1alpha1/namespaces/default/jobs"
 PODS = "/api/v1/namespaces/default/pods"
@@ -207,17 +207,17 @@ def binds(client: httpx.Client) -> int:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--jobs", type=int, default=10000)
-    parser.add_argument("--clients", type=int, default=16)
+    parser = bench_parser(__doc__)
+    parser.add_argument("--jobs", type=count(1), default=10000, help="one-pod vcjobs to submit (default: %(default)s)")
+    parser.add_argument("--clients", type=count(1), default=16, help="clients submitting at once, one connection each (default: %(default)s)")
     parser.add_argument("--db", default=None, help="store URL (default: a fresh SQLite file in a temporary folder)")
-    parser.add_argument("--period", default="0.2s", help="the server's scheduling period")
-    parser.add_argument("--timeout", type=float, default=600.0)
+    parser.add_argument("--period", type=duration, default="0.2s", help="the server's scheduling period (default: %(default)s)")
+    parser.add_argument("--timeout", type=positive_seconds, default=600.0, help="seconds to wait for every pod to be bound (default: %(default)s)")
     parser.add_argument(
         "--client",
         choices=("httpx", "raw"),
         default="raw",
-        help="the clients' HTTP library: raw http.client connections with the bodies encoded beforehand (default), or httpx (about five times the clients' CPU a request: on 2 cores they cannot send 1,000 a second)",
+        help="the clients' HTTP library: raw http.client connections with the bodies encoded beforehand, or httpx (about five times the clients' CPU a request: on 2 cores they cannot send 1,000 a second) (default: %(default)s)",
     )
     parser.add_argument("--auth", action="store_true", help="authentication on, as a server runs by default (every request sends the admin token)")
     args = parser.parse_args()

@@ -25,7 +25,6 @@ job admitted or placed is written again for every waiting job of its queue on ev
 
 from __future__ import annotations
 
-import argparse
 import collections
 import itertools
 import json
@@ -38,6 +37,7 @@ from lahar.scheduler.framework.config import default_config_text, load_config
 from lahar.server.loop import REASON_ANNOTATION, ControlLoop
 from lahar.server.service import ApiService
 from lahar.store import open_store
+from options import count, parser as bench_parser
 
 QUEUES = {"a": 1, "b": 3}
 NODES, NODE_CPUS = 4, 64
@@ -102,13 +102,11 @@ def run(jobs: int, ticks: int, folder: Path, moving_demand: bool = False) -> dic
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--jobs", type=int, default=1000, help="jobs submitted to each of the two queues")
-    parser.add_argument("--ticks", type=int, default=30)
+    parser = bench_parser(__doc__)
+    parser.add_argument("--jobs", type=count(1), default=1000, help="jobs submitted to each of the two queues (default: %(default)s)")
+    parser.add_argument("--ticks", type=count(4), default=30, help="ticks of the loop, at least 4: the first three are left out of the figures (default: %(default)s)")
     parser.add_argument("--moving-demand", action="store_true", help="a third queue whose demand comes and goes (the others' deserved shares move)")
     args = parser.parse_args()
-    if args.ticks < 4:
-        parser.error("--ticks: at least 4 (the first three are left out of the figures)")
     with tempfile.TemporaryDirectory() as folder:
         print(json.dumps(run(args.jobs, args.ticks, Path(folder), args.moving_demand)))
 

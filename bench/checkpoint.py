@@ -61,7 +61,6 @@ digests say whether they decided the same), or compare the plain-Python forms on
 
 from __future__ import annotations
 
-import argparse
 import bisect
 import hashlib
 import json
@@ -80,6 +79,7 @@ from lahar.sim.metrics import MetricsCollector
 from lahar.sim.traces import build_workload
 from callgrind import instruments
 from idle import intern_texts
+from options import count, existing_file, parser as bench_parser
 from trace import trace_path
 
 sys.setrecursionlimit(100_000)  # pickling the cluster's object graph goes deep
@@ -230,46 +230,42 @@ def repeat(path: str, times: int) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = bench_parser(__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
-    saving = commands.add_parser("save", help="replay the whole trace to CYCLE and pickle it to FILE")
-    saving.add_argument("cycle", type=int)
-    saving.add_argument("file")
+    saving = commands.add_parser("save", help="replay the whole trace to CYCLE and pickle it to FILE", description="replay the whole trace to CYCLE and pickle it to FILE")
+    saving.add_argument("cycle", type=count(1), help="the cycle to stop at")
+    saving.add_argument("file", help="where to save the replay")
     saving.add_argument("--traces", default=None, help="the traces folder (default: $LAHAR_TRACES or ../shared/traces)")
-    running = commands.add_parser("run", help="resume FILE for --cycles cycles; print CPU and a digest of the decisions")
-    running.add_argument("file")
-    running.add_argument("--cycles", type=int, default=200)
+    running = commands.add_parser("run", help="resume FILE for --cycles cycles; print CPU and a digest of the decisions", description="resume FILE for --cycles cycles; print CPU and a digest of the decisions")
+    running.add_argument("file", type=existing_file, help="a replay saved by save")
+    running.add_argument("--cycles", type=count(1), default=200, help="cycles measured (default: %(default)s)")
     running.add_argument("--reason-changes", action="store_true", help="also count the pending reasons that differ from the cycle before")
-    running.add_argument("--warm", type=int, default=0, metavar="N", help="first run N cycles off the clock (in the digest): the first cycle after a load works out every job's facts again")
+    running.add_argument("--warm", type=count(0), default=0, metavar="N", help="first run N cycles off the clock (in the digest): the first cycle after a load works out every job's facts again (default: %(default)s)")
     running.add_argument("--callgrind", action="store_true", help="under valgrind --tool=callgrind --instr-atstart=no: turn the instruments on after the warm cycles")
     running.add_argument("--intern", action="store_true", help="intern again the texts a live replay holds interned (job phases, queue names), as bench/idle.py does: an unpickled text is a new object, which identity checks miss")
     running.add_argument("--no-digest", action="store_true", help="time the cycles alone: the digest reads every job's outcome each cycle (in a deep backlog, more than a cycle that hides look-alikes costs)")
-    repeating = commands.add_parser("repeat", help="run the cycle at FILE's position --times times on the same cluster; print the median CPU ms")
-    repeating.add_argument("file")
-    repeating.add_argument("--times", type=int, default=30)
-    finishing = commands.add_parser("finish", help="resume FILE and replay to the end of the trace; print the cycles, CPU and metrics")
-    finishing.add_argument("file")
+    repeating = commands.add_parser("repeat", help="run the cycle at FILE's position --times times on the same cluster; print the median CPU ms", description="run the cycle at FILE's position --times times on the same cluster; print the median CPU ms")
+    repeating.add_argument("file", type=existing_file, help="a replay saved by save")
+    repeating.add_argument("--times", type=count(1), default=30, help="cycles run; the figure is their median (default: %(default)s)")
+    finishing = commands.add_parser("finish", help="resume FILE and replay to the end of the trace; print the cycles, CPU and metrics", description="resume FILE and replay to the end of the trace; print the cycles, CPU and metrics")
+    finishing.add_argument("file", type=existing_file, help="a replay saved by save (or by --out)")
     finishing.add_argument("--out", default=None, help="save the replay here every --save-every cycles (to resume a stopped run)")
-    finishing.add_argument("--save-every", type=int, default=20_000, metavar="N")
-    finishing.add_argument("--progress", type=int, default=1000, metavar="N", help="a line on stderr every N cycles (0: none)")
-    finishing.add_argument("--cpu-before", type=float, default=0.0, metavar="S", help="CPU seconds the replay took to reach FILE, added to the total")
-    shaping = commands.add_parser("shapes", help="time the cycle at FILE's position with every waiting job, then with one per shape")
-    shaping.add_argument("file")
-    shaping.add_argument("--times", type=int, default=15)
+    finishing.add_argument("--save-every", type=count(1), default=20_000, metavar="N", help="with --out: save every N cycles (default: %(default)s)")
+    finishing.add_argument("--progress", type=count(0), default=1000, metavar="N", help="a line on stderr every N cycles; 0: none (default: %(default)s)")
+    finishing.add_argument("--cpu-before", type=float, default=0.0, metavar="S", help="CPU seconds the replay took to reach FILE, added to the total (default: %(default)s)")
+    shaping = commands.add_parser("shapes", help="time the cycle at FILE's position with every waiting job, then with one per shape", description="time the cycle at FILE's position with every waiting job, then with one per shape")
+    shaping.add_argument("file", type=existing_file, help="a replay saved by save")
+    shaping.add_argument("--times", type=count(1), default=15, help="cycles run each way; the figures are their medians (default: %(default)s)")
     args = parser.parse_args()
     if args.command == "shapes":
-        shapes(args.file, max(args.times, 1))
+        shapes(args.file, args.times)
     elif args.command == "finish":
-        finish(args.file, args.out, max(args.save_every, 1), max(args.progress, 0), args.cpu_before)
+        finish(args.file, args.out, args.save_every, args.progress, args.cpu_before)
     elif args.command == "repeat":
-        repeat(args.file, max(args.times, 1))
+        repeat(args.file, args.times)
     elif args.command == "save":
-        if args.cycle < 1:
-            sys.exit("save: CYCLE must be 1 or more")
         save(args.cycle, args.file, args.traces)
     else:
-        if args.warm < 0:
-            sys.exit("run: --warm must be 0 or more")
         run(args.file, args.cycles, args.reason_changes, args.warm, args.callgrind, not args.no_digest, args.intern)
 
 

@@ -27,23 +27,33 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).parent))
 
 from callgrind import instruments  # noqa: E402
+from options import count, parser as bench_parser  # noqa: E402
 from synth import Shape, cluster  # noqa: E402
 
+from lahar.scheduler.actions import ACTIONS  # noqa: E402
 from lahar.scheduler.cache import ClusterState  # noqa: E402
 from lahar.scheduler.cycle import run_cycle  # noqa: E402
 from lahar.scheduler.framework.config import default_config_text, load_config  # noqa: E402
 
 
+def actions(text: str) -> str:
+    """An argparse type: actions the scheduler has, comma-separated; kept as written."""
+    for name in (part.strip() for part in text.split(",")):
+        if name not in ACTIONS:
+            raise argparse.ArgumentTypeError(f'no action "{name}": the actions are {", ".join(sorted(ACTIONS))}')
+    return text
+
+
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--nodes", type=int, default=5000)
-    parser.add_argument("--pods", type=int, default=50000)
-    parser.add_argument("--queues", type=int, default=100)
-    parser.add_argument("--running", type=int, default=0)
-    parser.add_argument("--reclaim", action="store_true")
-    parser.add_argument("--hierarchy", action="store_true")
-    parser.add_argument("--actions", default="enqueue, allocate, backfill")
-    parser.add_argument("--profile", action="store_true")
+    parser = bench_parser(__doc__)
+    parser.add_argument("--nodes", type=count(1), default=5000, help="nodes: every fifth an 8-GPU node, the others CPU nodes (default: %(default)s)")
+    parser.add_argument("--pods", type=count(0), default=50000, help="pending pods, in gang jobs of 1 to 64 tasks (default: %(default)s)")
+    parser.add_argument("--queues", type=count(1), default=100, help="queues the jobs go to (leaf queues with --hierarchy) (default: %(default)s)")
+    parser.add_argument("--running", type=count(0), default=0, help="pods already running, placed before the cycle (default: %(default)s)")
+    parser.add_argument("--reclaim", action="store_true", help="run enqueue, allocate, reclaim instead of --actions (with --running: the reclaim target's cycle)")
+    parser.add_argument("--hierarchy", action="store_true", help="queues in a 3-level tree (organisations, teams, queues) instead of flat")
+    parser.add_argument("--actions", type=actions, default="enqueue, allocate, backfill", help="the cycle's actions, in order, comma-separated (without --reclaim) (default: %(default)s)")
+    parser.add_argument("--profile", action="store_true", help="pyinstrument profile of the cycle on stderr")
     parser.add_argument("--callgrind", action="store_true", help="under valgrind --tool=callgrind --instr-atstart=no: the instruments on around the cycle only")
     args = parser.parse_args()
     shape = Shape(nodes=args.nodes, pods=args.pods, queues=args.queues, running=args.running, hierarchy=args.hierarchy)

@@ -39,6 +39,7 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 
 sys.path.insert(0, str(Path(__file__).parent))
+from options import count, parser as bench_parser  # noqa: E402
 from api import API, answers_health, cpu_seconds, free_port, share, stop, submit_all  # noqa: E402  (the same route, documents and clients)
 
 APPS = ("fastapi", "asgi")
@@ -137,19 +138,17 @@ def measure(args) -> dict:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--requests", type=int, default=10000)
-    parser.add_argument("--clients", type=int, default=16)
-    parser.add_argument("--client", choices=("raw", "httpx"), default="raw", help="the clients' HTTP library, as in api.py")
-    parser.add_argument("--app", choices=APPS, default="fastapi", help="fastapi: a route that parses the body and answers it as JSON; asgi: uvicorn alone")
+    parser = bench_parser(__doc__)
+    parser.add_argument("--requests", type=count(1), default=10000, help="requests to send (default: %(default)s)")
+    parser.add_argument("--clients", type=count(1), default=16, help="clients sending at once, one connection each (default: %(default)s)")
+    parser.add_argument("--client", choices=("raw", "httpx"), default="raw", help="the clients' HTTP library, as in api.py (default: %(default)s)")
+    parser.add_argument("--app", choices=APPS, default="fastapi", help="fastapi: a route that parses the body and answers it as JSON; asgi: uvicorn alone (default: %(default)s)")
     parser.add_argument("--serve", choices=APPS, help=argparse.SUPPRESS)  # the server subprocess
     parser.add_argument("--port", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.serve:
         serve(args.serve, args.port)
         return
-    if args.requests < 1 or args.clients < 1:
-        parser.error("--requests and --clients must be at least 1")
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # stop the server on the way out
     print(json.dumps(measure(args)))
 

@@ -22,7 +22,6 @@ the measured cycles only (exact instruction counts, the same run after run).
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import json
 import pickle
@@ -31,6 +30,7 @@ import sys
 import time
 
 from callgrind import instruments
+from options import count, existing_file, parser as bench_parser
 from lahar.scheduler.api import JobInfo
 from lahar.scheduler.cycle import run_cycle
 
@@ -66,9 +66,9 @@ def digest(outcomes: dict) -> str:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("cluster", help="a file saved by bench/loop.py --save")
-    parser.add_argument("--cycles", type=int, default=15)
+    parser = bench_parser(__doc__)
+    parser.add_argument("cluster", type=existing_file, help="a file saved by bench/loop.py --save")
+    parser.add_argument("--cycles", type=count(1), default=15, help="cycles measured, after 3 off the clock (default: %(default)s)")
     parser.add_argument("--callgrind", action="store_true", help="under valgrind --tool=callgrind --instr-atstart=no: the instruments on around the measured cycles only")
     args = parser.parse_args()
     sys.setrecursionlimit(100_000)  # the cluster's object graph goes deep

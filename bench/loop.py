@@ -22,7 +22,6 @@ between runs: the one to compare before and after a change to the loop or the st
 
 from __future__ import annotations
 
-import argparse
 import json
 import pickle
 import statistics
@@ -32,6 +31,7 @@ import time
 from pathlib import Path
 
 from callgrind import instruments
+from options import count, parser as bench_parser
 from lahar.scheduler.actions import ACTIONS
 from lahar.scheduler.cycle import close_session, open_session
 from lahar.scheduler.framework.config import default_config_text, load_config
@@ -152,9 +152,9 @@ def session_parts(loop: ControlLoop, sessions: int = 5) -> dict:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--jobs", type=int, default=3000)
-    parser.add_argument("--per-tick", type=int, default=150, help="jobs submitted between two ticks")
+    parser = bench_parser(__doc__)
+    parser.add_argument("--jobs", type=count(1), default=3000, help="one-pod vcjobs to submit (default: %(default)s)")
+    parser.add_argument("--per-tick", type=count(1), default=150, help="jobs submitted between two ticks (default: %(default)s)")
     parser.add_argument("--profile", action="store_true", help="pyinstrument profile on stderr")
     parser.add_argument("--plain-gc", action="store_true", help="Python's own garbage collection instead of the server's HeapCollector")
     parser.add_argument("--save", metavar="FILE", help="pickle the cluster (every job running) to FILE for bench/pair.py")

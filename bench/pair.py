@@ -40,7 +40,6 @@ over the same cycles, and their ratio. A variants module, for a change to ``Sess
 
 from __future__ import annotations
 
-import argparse
 import gc
 import importlib
 import json
@@ -52,6 +51,7 @@ from types import SimpleNamespace
 
 import lahar.scheduler.api
 from lahar.scheduler.cache import ClusterState
+from options import count, existing_file, parser as bench_parser
 from lahar.scheduler.cycle import paused_gc, run_cycle
 
 sys.setrecursionlimit(100_000)  # unpickling the cluster's object graph goes deep
@@ -117,9 +117,9 @@ def pair_cluster(saved: tuple, cycles: int, variants: SimpleNamespace) -> dict:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("file", help="a replay saved by checkpoint.py save, or a cluster saved by loop.py --save")
-    parser.add_argument("--cycles", type=int, default=200)
+    parser = bench_parser(__doc__)
+    parser.add_argument("file", type=existing_file, help="a replay saved by checkpoint.py save, or a cluster saved by loop.py --save")
+    parser.add_argument("--cycles", type=count(1), default=200, help="cycles each side runs (default: %(default)s)")
     parser.add_argument("--variants", default=None, help="module defining OLD, NEW and use(functions) (default: the code as it is, on both sides)")
     args = parser.parse_args()
     try:

@@ -26,7 +26,6 @@ still the web path's alone.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import json
 import statistics
@@ -43,6 +42,7 @@ from lahar.store import open_store
 sys.path.insert(0, str(Path(__file__).parent))
 from api import API as JOBS, job  # noqa: E402  (the same vcjob as the end-to-end benchmark sends)
 from callgrind import instruments  # noqa: E402
+from options import count, parser as bench_parser  # noqa: E402
 
 
 async def post(app, body: bytes, token: str | None = None) -> None:
@@ -102,15 +102,13 @@ def direct(service, prefix: str, count: int, concurrent: int = 1, who=None) -> f
 
 
 async def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--requests", type=int, default=2000, help="creates per round, each way")
-    parser.add_argument("--rounds", type=int, default=5)
-    parser.add_argument("--concurrent", type=int, default=1, metavar="N", help="requests in flight at a time (default 1)")
+    parser = bench_parser(__doc__)
+    parser.add_argument("--requests", type=count(1), default=2000, help="creates per round, each way (default: %(default)s)")
+    parser.add_argument("--rounds", type=count(1), default=5, help="rounds; the figures are their medians (default: %(default)s)")
+    parser.add_argument("--concurrent", type=count(1), default=1, metavar="N", help="requests in flight at a time (default: %(default)s)")
     parser.add_argument("--auth", action="store_true", help="authentication on, as lahar server runs by default: every request sends the admin token")
-    parser.add_argument("--callgrind-requests", type=int, default=0, metavar="N", help="only N requests, counted by callgrind")
+    parser.add_argument("--callgrind-requests", type=count(0), default=0, metavar="N", help="only N requests, counted by callgrind; 0: the rounds instead (default: %(default)s)")
     args = parser.parse_args()
-    if args.concurrent < 1:
-        parser.error(f"--concurrent: must be at least 1, not {args.concurrent}")
     with tempfile.TemporaryDirectory() as folder:
         store = open_store(f"sqlite:///{Path(folder) / 'lahar.db'}")
         server = build_server(store, load_config(default_config_text()), auth=args.auth, home=Path(folder))

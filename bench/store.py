@@ -14,7 +14,6 @@ so the figure is the Python and driver work a change to the store can move.
 
 from __future__ import annotations
 
-import argparse
 import json
 import statistics
 import tempfile
@@ -22,6 +21,7 @@ import time
 import uuid
 
 from lahar.store import open_store
+from options import count, parser as bench_parser
 
 
 def config_map(name: str) -> dict:
@@ -58,10 +58,10 @@ def per_delete(store, writes: int, many: bool) -> float:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = bench_parser(__doc__)
     parser.add_argument("--db", default=None, help="store URL (default: a fresh SQLite file in a temporary folder)")
-    parser.add_argument("--writes", type=int, default=2000)
-    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--writes", type=count(1), default=2000, help="writes a round (default: %(default)s)")
+    parser.add_argument("--rounds", type=count(1), default=5, help="rounds; the figures are their medians (default: %(default)s)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="lahar-bench-") as tmp:
         store = open_store(args.db or f"sqlite:///{tmp}/lahar.db")

@@ -24,7 +24,6 @@ and the series): two versions that replay alike print the same.
 
 from __future__ import annotations
 
-import argparse
 import bisect
 import hashlib
 import json
@@ -35,6 +34,7 @@ import time
 from pathlib import Path
 
 from callgrind import instruments
+from options import count, parser as bench_parser, window
 from lahar.scheduler.api import TaskStatus
 from lahar.scheduler.framework.config import default_config_text, load_config
 from lahar.sim.compare import Clock, replay
@@ -107,9 +107,9 @@ class _Lookalikes:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("kind", choices=sorted(_FILES))
-    parser.add_argument("--limit-jobs", type=int, default=None)
+    parser = bench_parser(__doc__)
+    parser.add_argument("kind", choices=sorted(_FILES), help="the trace to replay")
+    parser.add_argument("--limit-jobs", type=count(1), default=None, metavar="N", help="replay the first N jobs only (default: every job)")
     parser.add_argument("--traces", default=None, help="the traces folder (default: $LAHAR_TRACES or ../shared/traces)")
     parser.add_argument(
         "--whole-trace-cluster",
@@ -117,8 +117,8 @@ def main() -> None:
         help="with --limit-jobs: run on the cluster sized for the whole trace (the backlog the full replay meets), not one sized for the jobs kept",
     )
     parser.add_argument("--profile", action="store_true", help="pyinstrument profile of the replay on stderr")
-    parser.add_argument("--progress", type=int, default=0, metavar="N", help="every N cycles, a line on stderr: cycles, simulated time, jobs arrived, CPU so far")
-    parser.add_argument("--profile-cycles", default=None, metavar="A:B", help="pyinstrument profile of cycles A to B only, on stderr; the replay ends at B")
+    parser.add_argument("--progress", type=count(0), default=0, metavar="N", help="every N cycles, a line on stderr: cycles, simulated time, jobs arrived, CPU so far; 0: none (default: %(default)s)")
+    parser.add_argument("--profile-cycles", type=window, default=None, metavar="A:B", help="pyinstrument profile of cycles A to B only, on stderr; the replay ends at B")
     parser.add_argument("--callgrind", action="store_true", help="under valgrind --tool=callgrind --instr-atstart=no: the instruments on around the replay only")
     args = parser.parse_args()
     path = trace_path(args.kind, args.traces)

@@ -26,7 +26,6 @@ the store's. The world is brought back in step with the store after the ``docume
 
 from __future__ import annotations
 
-import argparse
 import json
 import statistics
 import tempfile
@@ -37,6 +36,7 @@ from lahar.scheduler.cycle import JobOutcome
 from lahar.scheduler.framework.config import default_config_text, load_config
 from lahar.server.loop import ControlLoop
 from loop import job, service_with_nodes
+from options import count, parser as bench_parser
 
 PHASES = ("Inqueue", "Running")  # the podgroup's; the vcjob's follow (Pending, Running)
 KINDS = {"podgroup": "PodGroup", "vcjob": "Job"}
@@ -115,12 +115,10 @@ def _medians(loop: ControlLoop, keys: list[str], kind: str, rounds: int) -> dict
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--podgroups", type=int, default=1000)
-    parser.add_argument("--rounds", type=int, default=5)
+    parser = bench_parser(__doc__)
+    parser.add_argument("--podgroups", type=count(1), default=1000, help="one-pod vcjobs bound before the writes: each one's podgroup and vcjob are written (default: %(default)s)")
+    parser.add_argument("--rounds", type=count(1), default=5, help="rounds; the figures are their medians (default: %(default)s)")
     args = parser.parse_args()
-    if args.podgroups < 1 or args.rounds < 1:
-        parser.error("--podgroups and --rounds must be at least 1")
     with tempfile.TemporaryDirectory() as folder:
         print(json.dumps(run(args.podgroups, args.rounds, Path(folder))))
 

@@ -55,4 +55,4 @@ def test_the_server_answers_with_the_document_sent(app):
 
 def test_counts_of_zero_are_refused():
     done = subprocess.run([sys.executable, str(FLOOR), "--requests", "0"], capture_output=True, text=True, timeout=60)
-    assert done.returncode == 2 and "--requests and --clients must be at least 1" in done.stderr
+    assert done.returncode == 2 and "argument --requests: must be at least 1, not 0" in done.stderr
