@@ -18,6 +18,7 @@ def bench_program(name: str) -> ModuleType:
     try:
         spec = importlib.util.spec_from_file_location(f"bench_{name}", BENCH / f"{name}.py")
         module = importlib.util.module_from_spec(spec)
+        sys.modules[spec.name] = module  # as an import does: a dataclass looks its module up there
         spec.loader.exec_module(module)
         return module
     finally:

@@ -109,6 +109,8 @@ REFUSED = [
     ("request", ["--rounds", "0"], "--rounds", "must be at least 1, not 0"),
     ("request", ["--concurrent", "0"], "--concurrent", "must be at least 1, not 0"),
     ("write", ["--podgroups", "0"], "--podgroups", "must be at least 1, not 0"),
+    ("targets", ["--runs", "0"], "--runs", "must be at least 1, not 0"),
+    ("targets", ["--only", "cycle,elsewhere"], "--only", 'no target "elsewhere"'),
     ("backlog", ["--ticks", "3"], "--ticks", "must be at least 4, not 3"),
     ("backlog", ["--jobs", "0"], "--jobs", "must be at least 1, not 0"),
     ("trace", ["philly", "--limit-jobs", "0"], "--limit-jobs", "must be at least 1, not 0"),
