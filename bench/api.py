@@ -212,7 +212,7 @@ def main() -> None:
     parser.add_argument("--clients", type=count(1), default=16, help="clients submitting at once, one connection each (default: %(default)s)")
     parser.add_argument("--db", default=None, help="store URL (default: a fresh SQLite file in a temporary folder)")
     parser.add_argument("--period", type=duration, default="0.2s", help="the server's scheduling period (default: %(default)s)")
-    parser.add_argument("--timeout", type=positive_seconds, default=600.0, help="seconds to wait for every pod to be bound (default: %(default)s)")
+    parser.add_argument("--timeout", type=positive_seconds, default=600.0, help="seconds from the first submit until the figures are taken, every pod bound or not (default: %(default)s)")
     parser.add_argument(
         "--client",
         choices=("httpx", "raw"),

@@ -79,7 +79,7 @@ from lahar.sim.metrics import MetricsCollector
 from lahar.sim.traces import build_workload
 from callgrind import instruments
 from idle import intern_texts
-from options import count, existing_file, parser as bench_parser
+from options import count, existing_file, new_file, parser as bench_parser, spent_seconds
 from trace import trace_path
 
 sys.setrecursionlimit(100_000)  # pickling the cluster's object graph goes deep
@@ -234,7 +234,7 @@ def main() -> None:
     commands = parser.add_subparsers(dest="command", required=True)
     saving = commands.add_parser("save", help="replay the whole trace to CYCLE and pickle it to FILE", description="replay the whole trace to CYCLE and pickle it to FILE")
     saving.add_argument("cycle", type=count(1), help="the cycle to stop at")
-    saving.add_argument("file", help="where to save the replay")
+    saving.add_argument("file", type=new_file, help="where to save the replay")
     saving.add_argument("--traces", default=None, help="the traces folder (default: $LAHAR_TRACES or ../shared/traces)")
     running = commands.add_parser("run", help="resume FILE for --cycles cycles; print CPU and a digest of the decisions", description="resume FILE for --cycles cycles; print CPU and a digest of the decisions")
     running.add_argument("file", type=existing_file, help="a replay saved by save")
@@ -249,10 +249,10 @@ def main() -> None:
     repeating.add_argument("--times", type=count(1), default=30, help="cycles run; the figure is their median (default: %(default)s)")
     finishing = commands.add_parser("finish", help="resume FILE and replay to the end of the trace; print the cycles, CPU and metrics", description="resume FILE and replay to the end of the trace; print the cycles, CPU and metrics")
     finishing.add_argument("file", type=existing_file, help="a replay saved by save (or by --out)")
-    finishing.add_argument("--out", default=None, help="save the replay here every --save-every cycles (to resume a stopped run)")
+    finishing.add_argument("--out", type=new_file, default=None, help="save the replay here every --save-every cycles (to resume a stopped run)")
     finishing.add_argument("--save-every", type=count(1), default=20_000, metavar="N", help="with --out: save every N cycles (default: %(default)s)")
     finishing.add_argument("--progress", type=count(0), default=1000, metavar="N", help="a line on stderr every N cycles; 0: none (default: %(default)s)")
-    finishing.add_argument("--cpu-before", type=float, default=0.0, metavar="S", help="CPU seconds the replay took to reach FILE, added to the total (default: %(default)s)")
+    finishing.add_argument("--cpu-before", type=spent_seconds, default=0.0, metavar="S", help="CPU seconds the replay took to reach FILE, added to the total (default: %(default)s)")
     shaping = commands.add_parser("shapes", help="time the cycle at FILE's position with every waiting job, then with one per shape", description="time the cycle at FILE's position with every waiting job, then with one per shape")
     shaping.add_argument("file", type=existing_file, help="a replay saved by save")
     shaping.add_argument("--times", type=count(1), default=15, help="cycles run each way; the figures are their medians (default: %(default)s)")

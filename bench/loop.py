@@ -31,7 +31,7 @@ import time
 from pathlib import Path
 
 from callgrind import instruments
-from options import count, parser as bench_parser
+from options import count, new_file, parser as bench_parser
 from lahar.scheduler.actions import ACTIONS
 from lahar.scheduler.cycle import close_session, open_session
 from lahar.scheduler.framework.config import default_config_text, load_config
@@ -157,7 +157,7 @@ def main() -> None:
     parser.add_argument("--per-tick", type=count(1), default=150, help="jobs submitted between two ticks (default: %(default)s)")
     parser.add_argument("--profile", action="store_true", help="pyinstrument profile on stderr")
     parser.add_argument("--plain-gc", action="store_true", help="Python's own garbage collection instead of the server's HeapCollector")
-    parser.add_argument("--save", metavar="FILE", help="pickle the cluster (every job running) to FILE for bench/pair.py")
+    parser.add_argument("--save", type=new_file, metavar="FILE", help="pickle the cluster (every job running) to FILE for bench/pair.py")
     parser.add_argument("--callgrind", action="store_true", help="under valgrind --tool=callgrind --instr-atstart=no: the instruments on around the busy ticks only")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as folder:

@@ -6,8 +6,10 @@ is refused with a usage error that names the option and the rule, before any wor
     cycle.py: error: argument --nodes: must be at least 1, not 0
 
 ``count(least)`` is a whole number of at least ``least``; ``positive_seconds`` a number of
-seconds above 0; ``existing_file`` a path to a file that is there; ``duration`` a scheduling
-period as the server reads one (``0.2s``, ``1s``); ``window`` the ``A:B`` of two cycle numbers.
+seconds above 0 and ``spent_seconds`` one of at least 0; ``existing_file`` a path to a file that is
+there; ``new_file`` a path a file can be written at (its folder is there, it is not a folder),
+checked before the work whose result it receives; ``duration`` a scheduling period as the server
+reads one (``0.2s``, ``1s``); ``window`` the ``A:B`` of two cycle numbers.
 ``parser(doc)`` is a program's parser: its description is the first paragraph of ``doc``, as
 written.
 """
@@ -20,7 +22,7 @@ from typing import Callable
 
 from lahar.duration import DurationError, parse_duration
 
-__all__ = ["count", "duration", "existing_file", "parser", "positive_seconds", "window"]
+__all__ = ["count", "duration", "existing_file", "new_file", "parser", "positive_seconds", "spent_seconds", "window"]
 
 
 def parser(doc: str | None) -> argparse.ArgumentParser:
@@ -55,6 +57,17 @@ def positive_seconds(text: str) -> float:
     return value
 
 
+def spent_seconds(text: str) -> float:
+    """An argparse type: a number of seconds of at least 0."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a number of seconds, not {text!r}") from None
+    if not value >= 0:  # also refuses nan
+        raise argparse.ArgumentTypeError(f"must be at least 0 seconds, not {text}")
+    return value
+
+
 def duration(text: str) -> str:
     """An argparse type: a period as the server reads one (``0.2s``, ``1s``, ``500ms``), above 0;
     kept as written (it is handed on as text)."""
@@ -74,6 +87,17 @@ def existing_file(text: str) -> str:
         raise argparse.ArgumentTypeError(f"no such file: {text}")
     if not path.is_file():
         raise argparse.ArgumentTypeError(f"not a file: {text}")
+    return text
+
+
+def new_file(text: str) -> str:
+    """An argparse type: a path a file can be written at: its folder is there and it is not a
+    folder itself (a file there is written over)."""
+    path = Path(text)
+    if path.is_dir():
+        raise argparse.ArgumentTypeError(f"is a folder, not a file: {text}")
+    if not path.absolute().parent.is_dir():
+        raise argparse.ArgumentTypeError(f"no such folder: {path.absolute().parent}")
     return text
 
 

@@ -5,12 +5,14 @@
     python bench/targets.py --with-trace             # and the whole Philly replay (one run: about 40 minutes)
     python bench/targets.py --small --runs 1         # each program at a small size: that they run, no verdicts
 
-Runs each target's benchmark ``--runs`` times, one run after another, each in a process of its
-own (the same interpreter and environment as this one), and prints one JSON line per target: its
-command, each run's figures, their medians, the goal, the verdict on the medians (``met`` or ``not
-met``; none with ``--small``, whose sizes are not the targets') and the digests the runs printed
-(one digest: every run decided the same). A last line holds the verdicts together. A run that
-fails stops it: the run's error goes to stderr and the exit status is 1.
+Runs each target's benchmark ``--runs`` times (the Philly replay ``--trace-runs`` times), one run
+after another, each in a process of its own (the same interpreter and environment as this one),
+and prints one JSON line per target: its command, each run's figures, their medians, the goal,
+the verdict on the medians (``met`` or ``not met``; none with ``--small``, whose sizes are not the
+targets'), the figures that must stay 0 and did not in some run (``unclean``: the API's failed
+submits, which make it ``not met``) and the digests the runs printed (one digest: every run
+decided the same). A last line holds the verdicts together. A run that fails, or prints no figure
+the target reads, stops it: the error goes to stderr and the exit status is 1.
 
 The targets (bench/README, "Where the targets stand"): a cycle at 5,000 nodes, 50,000 pending
 pods and 100 queues places >= 10,000 pods a second with a peak RSS <= 1 GiB; a reclaim cycle at
@@ -59,6 +61,7 @@ class Target:
     limits: tuple[Limit, ...]
     shown: tuple[str, ...] = ()  # more figures to report, without a bound
     digest: str | None = None  # the figure that tells the decisions apart
+    clean: tuple[str, ...] = ()  # figures that must be 0 in every run for the target to be met
 
 
 TARGETS = (
@@ -72,7 +75,7 @@ TARGETS = (
     ),
     Target(
         "api", "api.py", ("--jobs", "10000", "--clients", "16"), ("--jobs", "200", "--clients", "4"),
-        (Limit("pods_bound_per_second", 1_000, True),), ("server_cpu_ms_per_job", "loop_cpu_ms_per_job", "submit_p99_ms", "failed_submits"),
+        (Limit("pods_bound_per_second", 1_000, True),), ("server_cpu_ms_per_job", "loop_cpu_ms_per_job", "submit_p99_ms"), clean=("failed_submits",),
     ),
     Target(
         "philly", "trace.py", ("philly",), ("philly", "--limit-jobs", "200"),
@@ -89,6 +92,15 @@ def names(text: str) -> tuple[str, ...]:
     if unknown or not chosen:
         raise argparse.ArgumentTypeError(f'no target "{unknown[0] if unknown else text}": the targets are {", ".join(BY_NAME)}')
     return chosen
+
+
+def chosen(only: tuple[str, ...] | None, with_trace: bool) -> tuple[str, ...]:
+    """The targets to measure, each once, in the order of ``TARGETS``: those ``only`` names (every
+    one but philly when it names none), and philly too ``with_trace``."""
+    wanted = set(only) if only else {target.name for target in TARGETS if target.name != "philly"}
+    if with_trace:
+        wanted.add("philly")
+    return tuple(target.name for target in TARGETS if target.name in wanted)
 
 
 def command(target: Target, small: bool) -> list[str]:
@@ -116,9 +128,13 @@ class RunFailed(Exception):
 def measure(target: Target, runs: int, small: bool) -> dict:
     """The target's runs, their medians and the verdict (None with ``small``)."""
     lines = [run_once(target, small) for _ in range(runs)]
-    wanted = [limit.figure for limit in target.limits] + list(target.shown)
-    figures = {name: [line.get(name) for line in lines] for name in wanted}
-    medians = {name: statistics.median(values) for name, values in figures.items() if None not in values}
+    wanted = [limit.figure for limit in target.limits] + list(target.shown) + list(target.clean)
+    for name in wanted:
+        if any(not isinstance(line.get(name), (int, float)) for line in lines):
+            raise RunFailed(f"{target.name}: {shown(target, small)} printed no figure {name}")
+    figures = {name: [line[name] for line in lines] for name in wanted}
+    medians = {name: statistics.median(values) for name, values in figures.items()}
+    unclean = [name for name in target.clean if any(figures[name])]
     return {
         "target": target.name,
         "command": shown(target, small),
@@ -126,28 +142,30 @@ def measure(target: Target, runs: int, small: bool) -> dict:
         "figures": figures,
         "medians": medians,
         "goal": " and ".join(limit.describe() for limit in target.limits),
-        "verdict": None if small else verdict(target, medians),
+        "verdict": None if small else verdict(target, medians, unclean),
+        "unclean": unclean,
         "digests": sorted({line[target.digest] for line in lines}) if target.digest else None,
     }
 
 
-def verdict(target: Target, medians: dict[str, float]) -> str:
-    """``met`` when every limit's median keeps its bound, else ``not met``."""
-    return "met" if all(limit.figure in medians and limit.kept(medians[limit.figure]) for limit in target.limits) else "not met"
+def verdict(target: Target, medians: dict[str, float], unclean: list[str] | None = None) -> str:
+    """``met`` when every limit's median keeps its bound and no run's ``clean`` figure was above 0
+    (``unclean`` names those that were), else ``not met``."""
+    kept = all(limit.figure in medians and limit.kept(medians[limit.figure]) for limit in target.limits)
+    return "met" if kept and not unclean else "not met"
 
 
 def main() -> None:
     parser = bench_parser(__doc__)
-    parser.add_argument("--runs", type=count(1), default=5, help="runs of each target's benchmark; the verdict reads their medians (default: %(default)s)")
+    parser.add_argument("--runs", type=count(1), default=5, help="runs of each target's benchmark but the Philly replay's (--trace-runs); the verdict reads their medians (default: %(default)s)")
     parser.add_argument("--only", type=names, default=None, metavar="NAMES", help=f"these targets only, comma-separated, of: {', '.join(BY_NAME)} (default: all but philly)")
-    parser.add_argument("--with-trace", action="store_true", help="also the Philly replay (about 40 minutes a run), --trace-runs times")
-    parser.add_argument("--trace-runs", type=count(1), default=1, help="runs of the Philly replay (default: %(default)s)")
+    parser.add_argument("--with-trace", action="store_true", help="also the Philly replay (about 40 minutes a run), with or without --only")
+    parser.add_argument("--trace-runs", type=count(1), default=1, help="runs of the Philly replay, when it is measured (default: %(default)s)")
     parser.add_argument("--small", action="store_true", help="each benchmark at a small size: a check that they run; no verdicts")
     args = parser.parse_args()
-    chosen = args.only or tuple(name for name in BY_NAME if name != "philly" or args.with_trace)
     verdicts = {}
     try:
-        for name in chosen:
+        for name in chosen(args.only, args.with_trace):
             line = measure(BY_NAME[name], args.trace_runs if name == "philly" else args.runs, args.small)
             verdicts[name] = line["verdict"]
             print(json.dumps(line), flush=True)

@@ -19,7 +19,11 @@ def bench_program(name: str) -> ModuleType:
         spec = importlib.util.spec_from_file_location(f"bench_{name}", BENCH / f"{name}.py")
         module = importlib.util.module_from_spec(spec)
         sys.modules[spec.name] = module  # as an import does: a dataclass looks its module up there
-        spec.loader.exec_module(module)
+        try:
+            spec.loader.exec_module(module)
+        except BaseException:
+            del sys.modules[spec.name]
+            raise
         return module
     finally:
         sys.path.remove(str(BENCH))

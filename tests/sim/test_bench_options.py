@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import inspect
+import subprocess
 import sys
 from types import ModuleType
 
@@ -81,9 +82,17 @@ def test_help_explains_every_option_and_its_default(name, monkeypatch):
 
 
 def _refusal(name: str, argv: list[str], monkeypatch, capsys) -> str:
-    """The usage error ``bench/<name>.py argv`` ends with (exit status 2)."""
+    """The usage error ``bench/<name>.py argv`` ends with (exit status 2). Arguments that parse
+    fail the test at once (the program does not go on to its work)."""
     module = bench_program(name)
     monkeypatch.setattr(sys, "argv", [f"{name}.py", *argv])
+    parse = argparse.ArgumentParser.parse_args
+
+    def parse_or_stop(self, *args, **kwargs):
+        parse(self, *args, **kwargs)
+        raise AssertionError(f"{name} {argv}: the command line was taken")
+
+    monkeypatch.setattr(argparse.ArgumentParser, "parse_args", parse_or_stop)
     with pytest.raises(SystemExit) as stopped:
         _run_main(module)
     assert stopped.value.code == 2, f"{name} {argv}: exit {stopped.value.code}"
@@ -124,6 +133,12 @@ REFUSED = [
     ("pair", ["{missing}"], "file", "no such file"),
     ("pair", ["{file}", "--cycles", "0"], "--cycles", "must be at least 1, not 0"),
     ("checkpoint", ["save", "0", "{missing}"], "cycle", "must be at least 1, not 0"),
+    ("checkpoint", ["save", "100", "{nowhere}"], "file", "no such folder"),
+    ("checkpoint", ["save", "100", "{folder}"], "file", "is a folder, not a file"),
+    ("checkpoint", ["finish", "{file}", "--out", "{nowhere}"], "--out", "no such folder"),
+    ("checkpoint", ["finish", "{file}", "--cpu-before", "-5"], "--cpu-before", "must be at least 0 seconds, not -5"),
+    ("checkpoint", ["finish", "{file}", "--cpu-before", "nan"], "--cpu-before", "must be at least 0 seconds, not nan"),
+    ("loop", ["--save", "{nowhere}"], "--save", "no such folder"),
     ("checkpoint", ["run", "{missing}"], "file", "no such file"),
     ("checkpoint", ["run", "{file}", "--warm", "-1"], "--warm", "must be at least 0, not -1"),
     ("checkpoint", ["run", "{file}", "--cycles", "0"], "--cycles", "must be at least 1, not 0"),
@@ -138,9 +153,19 @@ REFUSED = [
 def test_a_value_against_its_rule_is_refused_naming_option_and_rule(name, argv, option, rule, tmp_path, monkeypatch, capsys):
     saved = tmp_path / "saved.pkl"
     saved.write_bytes(b"not read: the command line is refused first")
-    places = {"{missing}": str(tmp_path / "missing.pkl"), "{folder}": str(tmp_path), "{file}": str(saved)}
+    places = {"{missing}": str(tmp_path / "missing.pkl"), "{folder}": str(tmp_path), "{file}": str(saved), "{nowhere}": str(tmp_path / "absent" / "out.pkl")}
     error = _refusal(name, [places.get(word, word) for word in argv], monkeypatch, capsys)
     last = error.strip().splitlines()[-1]
     assert last.startswith(f"{name}.py") and "error: argument" in last, error
     assert option in last and rule in last, error
     assert "Traceback" not in error
+
+
+def test_a_reclaim_cluster_needs_two_queues():
+    """Checked once the options are read (two options together): the last queue's jobs wait for
+    room the others hold."""
+    done = subprocess.run(
+        [sys.executable, str(BENCH / "cycle.py"), "--nodes", "5", "--pods", "5", "--running", "10", "--queues", "1"], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert "cycle.py: error: argument --queues: must be at least 2 with --running" in done.stderr

@@ -27,7 +27,7 @@ def test_small_runs_give_each_run_the_medians_and_one_digest():
     assert [line["target"] for line in targets] == ["cycle", "reclaim"]
     assert summary == {"bench": "targets", "small": True, "verdicts": {"cycle": None, "reclaim": None}}
     for line in targets:
-        assert line["runs"] == 3 and line["verdict"] is None
+        assert line["runs"] == 3 and line["verdict"] is None and line["unclean"] == []
         assert set(line["medians"]) == set(line["figures"])
         for name, values in line["figures"].items():
             assert len(values) == 3 and line["medians"][name] == statistics.median(values)
@@ -49,6 +49,7 @@ CASES = [
     ("reclaim", {"cycle_seconds": 1.2}, "not met"),
     ("api", {"pods_bound_per_second": 376.8}, "not met"),
     ("api", {"pods_bound_per_second": 1_000}, "met"),
+    ("api", {"pods_bound_per_second": 1_200, "failed_submits": 1}, "met"),  # the median: see the next test
     ("philly", {"total_seconds": 2_522.4}, "not met"),
     ("philly", {"total_seconds": 59.0}, "met"),
 ]
@@ -65,3 +66,31 @@ def test_a_failed_run_stops_it_with_the_runs_error(tmp_path):
     done = _targets("--small", "--runs", "1", "--only", "philly", env=env)
     assert done.returncode == 1 and done.stdout == "" and "philly.csv: no such file" in done.stderr
     assert "targets.py: a run failed: philly: python bench/trace.py philly --limit-jobs 200 exited 1" in done.stderr
+
+
+def test_a_failed_submit_in_any_run_leaves_the_api_target_not_met():
+    targets = bench_program("targets")
+    assert targets.verdict(targets.BY_NAME["api"], {"pods_bound_per_second": 1_200}, ["failed_submits"]) == "not met"
+    assert targets.verdict(targets.BY_NAME["api"], {"pods_bound_per_second": 1_200}, []) == "met"
+
+
+@pytest.mark.parametrize(
+    "only,with_trace,expected",
+    [
+        (None, False, ("cycle", "reclaim", "api")),
+        (None, True, ("cycle", "reclaim", "api", "philly")),
+        (("api", "cycle"), False, ("cycle", "api")),  # in the order of the targets
+        (("cycle",), True, ("cycle", "philly")),
+        (("philly",), False, ("philly",)),
+        (("cycle", "cycle"), False, ("cycle",)),  # each once
+    ],
+)
+def test_the_targets_chosen(only, with_trace, expected):
+    assert bench_program("targets").chosen(only, with_trace) == expected
+
+
+def test_a_run_without_a_figure_the_target_reads_stops_it():
+    targets = bench_program("targets")
+    bogus = targets.Target("bogus", "cycle.py", (), ("--nodes", "5", "--pods", "5", "--queues", "2"), (targets.Limit("no_such_figure", 1, True),))
+    with pytest.raises(targets.RunFailed, match="bogus: python bench/cycle.py --nodes 5 --pods 5 --queues 2 printed no figure no_such_figure"):
+        targets.measure(bogus, 1, small=True)
