@@ -46,12 +46,16 @@ def count(least: int) -> Callable[[str], int]:
     return read
 
 
-def positive_seconds(text: str) -> float:
-    """An argparse type: a number of seconds above 0."""
+def _seconds(text: str) -> float:
     try:
-        value = float(text)
+        return float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"must be a number of seconds, not {text!r}") from None
+
+
+def positive_seconds(text: str) -> float:
+    """An argparse type: a number of seconds above 0."""
+    value = _seconds(text)
     if not value > 0:  # also refuses nan
         raise argparse.ArgumentTypeError(f"must be more than 0 seconds, not {text}")
     return value
@@ -59,10 +63,7 @@ def positive_seconds(text: str) -> float:
 
 def spent_seconds(text: str) -> float:
     """An argparse type: a number of seconds of at least 0."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a number of seconds, not {text!r}") from None
+    value = _seconds(text)
     if not value >= 0:  # also refuses nan
         raise argparse.ArgumentTypeError(f"must be at least 0 seconds, not {text}")
     return value
