@@ -65,7 +65,7 @@ def test_a_failed_run_stops_it_with_the_runs_error(tmp_path):
     env = {**os.environ, "LAHAR_TRACES": str(tmp_path)}  # no trace there: the replay cannot start
     done = _targets("--small", "--runs", "1", "--only", "philly", env=env)
     assert done.returncode == 1 and done.stdout == "" and "philly.csv: no such file" in done.stderr
-    assert "targets.py: a run failed: philly: python bench/trace.py philly --limit-jobs 200 exited 1" in done.stderr
+    assert "targets.py: a run failed: philly: python bench/trace.py philly --limit-jobs 200 exited 1 (its error above)" in done.stderr
 
 
 def test_a_failed_submit_in_any_run_leaves_the_api_target_not_met():
