@@ -60,7 +60,7 @@ def per_delete(store, writes: int, many: bool) -> float:
 def main() -> None:
     parser = bench_parser(__doc__)
     parser.add_argument("--db", default=None, help="store URL (default: a fresh SQLite file in a temporary folder)")
-    parser.add_argument("--writes", type=count(1), default=2000, help="writes a round (default: %(default)s)")
+    parser.add_argument("--writes", type=count(1), default=2000, help="objects each way a round: created one transaction each, created in one batch, deleted one by one in a batch, deleted by delete_many (default: %(default)s)")
     parser.add_argument("--rounds", type=count(1), default=5, help="rounds; the figures are their medians (default: %(default)s)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="lahar-bench-") as tmp:
