@@ -61,6 +61,7 @@ digests say whether they decided the same), or compare the plain-Python forms on
 
 from __future__ import annotations
 
+import argparse
 import bisect
 import hashlib
 import json
@@ -232,11 +233,16 @@ def repeat(path: str, times: int) -> None:
 def main() -> None:
     parser = bench_parser(__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
-    saving = commands.add_parser("save", help="replay the whole trace to CYCLE and pickle it to FILE", description="replay the whole trace to CYCLE and pickle it to FILE")
+
+    def subcommand(name: str, text: str) -> argparse.ArgumentParser:
+        """A subcommand, told the same in the list of them and in its own --help."""
+        return commands.add_parser(name, help=text, description=text)
+
+    saving = subcommand("save", "replay the whole trace to CYCLE and pickle it to FILE")
     saving.add_argument("cycle", type=count(1), help="the cycle to stop at")
     saving.add_argument("file", type=new_file, help="where to save the replay")
     saving.add_argument("--traces", default=None, help="the traces folder (default: $LAHAR_TRACES or ../shared/traces)")
-    running = commands.add_parser("run", help="resume FILE for --cycles cycles; print CPU and a digest of the decisions", description="resume FILE for --cycles cycles; print CPU and a digest of the decisions")
+    running = subcommand("run", "resume FILE for --cycles cycles; print CPU and a digest of the decisions")
     running.add_argument("file", type=existing_file, help="a replay saved by save")
     running.add_argument("--cycles", type=count(1), default=200, help="cycles measured (default: %(default)s)")
     running.add_argument("--reason-changes", action="store_true", help="also count the pending reasons that differ from the cycle before")
@@ -244,16 +250,16 @@ def main() -> None:
     running.add_argument("--callgrind", action="store_true", help="under valgrind --tool=callgrind --instr-atstart=no: turn the instruments on after the warm cycles")
     running.add_argument("--intern", action="store_true", help="intern again the texts a live replay holds interned (job phases, queue names), as bench/idle.py does: an unpickled text is a new object, which identity checks miss")
     running.add_argument("--no-digest", action="store_true", help="time the cycles alone: the digest reads every job's outcome each cycle (in a deep backlog, more than a cycle that hides look-alikes costs)")
-    repeating = commands.add_parser("repeat", help="run the cycle at FILE's position --times times on the same cluster; print the median CPU ms", description="run the cycle at FILE's position --times times on the same cluster; print the median CPU ms")
+    repeating = subcommand("repeat", "run the cycle at FILE's position --times times on the same cluster; print the median CPU ms")
     repeating.add_argument("file", type=existing_file, help="a replay saved by save")
     repeating.add_argument("--times", type=count(1), default=30, help="cycles run; the figure is their median (default: %(default)s)")
-    finishing = commands.add_parser("finish", help="resume FILE and replay to the end of the trace; print the cycles, CPU and metrics", description="resume FILE and replay to the end of the trace; print the cycles, CPU and metrics")
+    finishing = subcommand("finish", "resume FILE and replay to the end of the trace; print the cycles, CPU and metrics")
     finishing.add_argument("file", type=existing_file, help="a replay saved by save (or by --out)")
     finishing.add_argument("--out", type=new_file, default=None, help="save the replay here every --save-every cycles (to resume a stopped run)")
     finishing.add_argument("--save-every", type=count(1), default=20_000, metavar="N", help="with --out: save every N cycles (default: %(default)s)")
     finishing.add_argument("--progress", type=count(0), default=1000, metavar="N", help="a line on stderr every N cycles; 0: none (default: %(default)s)")
     finishing.add_argument("--cpu-before", type=spent_seconds, default=0.0, metavar="S", help="CPU seconds the replay took to reach FILE, added to the total (default: %(default)s)")
-    shaping = commands.add_parser("shapes", help="time the cycle at FILE's position with every waiting job, then with one per shape", description="time the cycle at FILE's position with every waiting job, then with one per shape")
+    shaping = subcommand("shapes", "time the cycle at FILE's position with every waiting job, then with one per shape")
     shaping.add_argument("file", type=existing_file, help="a replay saved by save")
     shaping.add_argument("--times", type=count(1), default=15, help="cycles run each way; the figures are their medians (default: %(default)s)")
     args = parser.parse_args()

@@ -15,7 +15,6 @@ Exact instruction counts of the cycle alone, to compare two versions on a noisy 
 
 from __future__ import annotations
 
-import argparse
 import gc
 import hashlib
 import json
@@ -27,21 +26,13 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).parent))
 
 from callgrind import instruments  # noqa: E402
-from options import count, parser as bench_parser  # noqa: E402
+from options import count, names, parser as bench_parser  # noqa: E402
 from synth import Shape, cluster  # noqa: E402
 
 from lahar.scheduler.actions import ACTIONS  # noqa: E402
 from lahar.scheduler.cache import ClusterState  # noqa: E402
 from lahar.scheduler.cycle import run_cycle  # noqa: E402
 from lahar.scheduler.framework.config import default_config_text, load_config  # noqa: E402
-
-
-def actions(text: str) -> str:
-    """An argparse type: actions the scheduler has, comma-separated; kept as written."""
-    for name in (part.strip() for part in text.split(",")):
-        if name not in ACTIONS:
-            raise argparse.ArgumentTypeError(f'no action "{name}": the actions are {", ".join(sorted(ACTIONS))}')
-    return text
 
 
 def main() -> None:
@@ -52,7 +43,7 @@ def main() -> None:
     parser.add_argument("--running", type=count(0), default=0, help="pods running before the cycle, in gangs of 4 filling every node's CPU (a whole number a node, at least one), in every queue but the last (default: %(default)s)")
     parser.add_argument("--reclaim", action="store_true", help="run enqueue, allocate, reclaim instead of --actions (with --running: the reclaim target's cycle)")
     parser.add_argument("--hierarchy", action="store_true", help="queues in a 3-level tree (organisations, teams, queues) instead of flat")
-    parser.add_argument("--actions", type=actions, default="enqueue, allocate, backfill", help="the cycle's actions, in order, comma-separated (without --reclaim) (default: %(default)s)")
+    parser.add_argument("--actions", type=names(sorted(ACTIONS), "action"), default="enqueue, allocate, backfill", help="the cycle's actions, in order, comma-separated (without --reclaim) (default: %(default)s)")
     parser.add_argument("--profile", action="store_true", help="pyinstrument profile of the cycle on stderr")
     parser.add_argument("--callgrind", action="store_true", help="under valgrind --tool=callgrind --instr-atstart=no: the instruments on around the cycle only")
     args = parser.parse_args()
@@ -64,7 +55,7 @@ def main() -> None:
     state = ClusterState.from_objects(objects)
     build = time.perf_counter() - t0
     conf = load_config(default_config_text())
-    conf.actions = [a.strip() for a in (args.actions if not args.reclaim else "enqueue, allocate, reclaim").split(",")]
+    conf.actions = ["enqueue", "allocate", "reclaim"] if args.reclaim else list(args.actions)
     gc.collect()
     gc.freeze()  # what a long-running server does once its state is loaded
     if args.callgrind:

@@ -9,7 +9,8 @@ is refused with a usage error that names the option and the rule, before any wor
 seconds above 0 and ``spent_seconds`` one of at least 0; ``existing_file`` a path to a file that is
 there; ``new_file`` a path a file can be written at (its folder is there, it is not a folder),
 checked before the work whose result it receives; ``duration`` a scheduling period as the server
-reads one (``0.2s``, ``1s``); ``window`` the ``A:B`` of two cycle numbers.
+reads one (``0.2s``, ``1s``); ``window`` the ``A:B`` of two cycle numbers, read as the pair;
+``names(known, kind)`` comma-separated names, each one of ``known``, read as a tuple.
 ``parser(doc)`` is a program's parser: its description is the first paragraph of ``doc``, as
 written.
 """
@@ -18,11 +19,11 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Sequence
 
 from lahar.duration import DurationError, parse_duration
 
-__all__ = ["count", "duration", "existing_file", "new_file", "parser", "positive_seconds", "spent_seconds", "window"]
+__all__ = ["count", "duration", "existing_file", "names", "new_file", "parser", "positive_seconds", "spent_seconds", "window"]
 
 
 def parser(doc: str | None) -> argparse.ArgumentParser:
@@ -102,8 +103,8 @@ def new_file(text: str) -> str:
     return text
 
 
-def window(text: str) -> str:
-    """An argparse type: ``A:B``, two cycle numbers with 0 < A < B; kept as written."""
+def window(text: str) -> tuple[int, int]:
+    """An argparse type: ``A:B``, two cycle numbers with 0 < A < B, read as ``(A, B)``."""
     first, colon, last = text.partition(":")
     try:
         a, b = int(first), int(last)
@@ -111,4 +112,19 @@ def window(text: str) -> str:
         a = b = 0
     if not colon or not 0 < a < b:
         raise argparse.ArgumentTypeError(f"must be A:B, two cycle numbers with 0 < A < B, not {text!r}")
-    return text
+    return a, b
+
+
+def names(known: Sequence[str], kind: str) -> Callable[[str], tuple[str, ...]]:
+    """An argparse type: names separated by commas (spaces around them are dropped), each one of
+    ``known`` (a ``kind``: the error says "no {kind} ..."), read as a tuple in the order given."""
+
+    def read(text: str) -> tuple[str, ...]:
+        chosen = tuple(part.strip() for part in text.split(","))
+        for name in chosen:
+            if name not in known:
+                raise argparse.ArgumentTypeError(f'no {kind} "{name}": the {kind}s are {", ".join(known)}')
+        return chosen
+
+    read.__name__ = f"{kind} names"
+    return read

@@ -24,7 +24,6 @@ compare).
 
 from __future__ import annotations
 
-import argparse
 import json
 import shlex
 import statistics
@@ -33,7 +32,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from options import count, parser as bench_parser
+from options import count, names, parser as bench_parser
 
 BENCH = Path(__file__).resolve().parent
 
@@ -84,15 +83,6 @@ TARGETS = (
     ),
 )
 BY_NAME = {target.name: target for target in TARGETS}
-
-
-def names(text: str) -> tuple[str, ...]:
-    """An argparse type: target names, comma-separated."""
-    chosen = tuple(part.strip() for part in text.split(",") if part.strip())
-    unknown = [name for name in chosen if name not in BY_NAME]
-    if unknown or not chosen:
-        raise argparse.ArgumentTypeError(f'no target "{unknown[0] if unknown else text}": the targets are {", ".join(BY_NAME)}')
-    return chosen
 
 
 def chosen(only: tuple[str, ...] | None, with_trace: bool) -> tuple[str, ...]:
@@ -160,7 +150,7 @@ def verdict(target: Target, medians: dict[str, float], unclean: list[str] | None
 def main() -> None:
     parser = bench_parser(__doc__)
     parser.add_argument("--runs", type=count(1), default=5, help="runs of each target's benchmark but the Philly replay's (--trace-runs); the verdict reads their medians (default: %(default)s)")
-    parser.add_argument("--only", type=names, default=None, metavar="NAMES", help=f"these targets only, comma-separated, of: {', '.join(BY_NAME)} (default: all but philly)")
+    parser.add_argument("--only", type=names(tuple(BY_NAME), "target"), default=None, metavar="NAMES", help=f"these targets only, comma-separated, of: {', '.join(BY_NAME)} (default: all but philly)")
     parser.add_argument("--with-trace", action="store_true", help="also the Philly replay (about 40 minutes a run), with or without --only")
     parser.add_argument("--trace-runs", type=count(1), default=1, help="runs of the Philly replay, when it is measured (default: %(default)s)")
     parser.add_argument("--small", action="store_true", help="each benchmark at a small size: a check that they run; no verdicts")

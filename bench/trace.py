@@ -71,14 +71,8 @@ class _Window:
     class Done(Exception):
         pass
 
-    def __init__(self, spec: str) -> None:
-        first, _, last = spec.partition(":")
-        try:
-            self.first, self.last = int(first), int(last)
-        except ValueError:
-            self.first = self.last = 0
-        if not 0 < self.first < self.last:
-            sys.exit(f"--profile-cycles {spec}: expected FIRST:LAST, two cycle numbers with 0 < FIRST < LAST")
+    def __init__(self, cycles: tuple[int, int]) -> None:
+        self.first, self.last = cycles  # 0 < first < last (``options.window``)
         self.profiler = None
 
     def __call__(self, sim: Simulation, record) -> None:

@@ -120,6 +120,7 @@ REFUSED = [
     ("write", ["--podgroups", "0"], "--podgroups", "must be at least 1, not 0"),
     ("targets", ["--runs", "0"], "--runs", "must be at least 1, not 0"),
     ("targets", ["--only", "cycle,elsewhere"], "--only", 'no target "elsewhere"'),
+    ("targets", ["--only", "cycle,"], "--only", 'no target ""'),
     ("backlog", ["--ticks", "3"], "--ticks", "must be at least 4, not 3"),
     ("backlog", ["--jobs", "0"], "--jobs", "must be at least 1, not 0"),
     ("trace", ["philly", "--limit-jobs", "0"], "--limit-jobs", "must be at least 1, not 0"),
