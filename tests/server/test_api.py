@@ -323,3 +323,14 @@ def test_a_watch_stream_is_one_event_a_line_whatever_the_text_holds(server):
     assert [e["object"]["metadata"]["name"] for e in events] == ["lines"]
     assert events[0]["object"]["metadata"]["annotations"]["note"] == odd
     assert c.get(f"{Q}/lines").json()["metadata"]["annotations"]["note"] == odd
+
+
+@pytest.mark.parametrize("metadata", [None, "n1", ["n1"], 7])
+def test_a_replace_whose_metadata_is_not_an_object_is_400(server, metadata):
+    c = server.client
+    c.post(NODES, json=node("n1"))
+    answer = c.put(f"{NODES}/n1", json={"metadata": metadata})
+    assert answer.status_code == 400 and answer.json()["message"] == "metadata: must be an object"
+    created = c.post(NODES, json={"metadata": metadata})
+    assert created.status_code in (400, 422) and "metadata" in created.json()["message"]
+    assert c.get(f"{NODES}/n1").json()["status"]["allocatable"]["cpu"] == "4"  # nothing stored changed

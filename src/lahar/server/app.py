@@ -191,6 +191,8 @@ def _add_resource_routes(app: FastAPI, service: ApiService, resource: Resource, 
         body.setdefault("kind", resource.kind)
         body.setdefault("apiVersion", resource.group_version)
         meta = body.setdefault("metadata", {})
+        if not isinstance(meta, dict):  # as a patch answers one
+            raise BadRequest("metadata: must be an object")
         if meta.get("name", name) != name:
             raise BadRequest(f'metadata.name "{meta.get("name")}" does not match the path\'s name "{name}"')
         meta["name"] = name
