@@ -18,7 +18,8 @@ Tables (schema version ``SCHEMA_VERSION``, kept in ``meta``; their columns and u
 Each write is one transaction: write the object row (compared with what is stored in the same
 statement where it can be: an insert that a taken key refuses, an update at the version read),
 append the event, move the counter in ``meta`` on, commit. A transaction reads the counter once
-and writes it once, however many writes it holds (a batch's writes each cost two statements, a
+(its own reads of the version and of the compaction horizon use that read too) and writes it
+once, however many writes it holds (a batch's writes each cost two statements, a
 write alone four); a refused write takes no version. Writers are serialised from the start of their
 transaction: in this process by a lock, across processes by the database (``BEGIN IMMEDIATE``
 on SQLite; on PostgreSQL the ``meta`` row is locked when a write transaction begins, see
@@ -395,7 +396,7 @@ class SqlStore:
 
     def _meta(self, conn: Connection) -> _Meta:
         """This transaction's counter, compaction horizon and counter as read,
-        ``[version, compacted, version read]``: read from ``meta`` at its first write, kept
+        ``[version, compacted, version read]``: read from ``meta`` at its first read or write, kept
         here until it commits (``_save_meta``); an undone inner batch puts back its copy."""
         meta = self._local.meta
         if meta is None:
@@ -409,10 +410,18 @@ class SqlStore:
         if meta is not None and meta[0] != meta[2]:
             self._driver.run(conn, _SET_META, {"version": meta[0], "compacted": meta[1]})
 
-    def _pending_meta(self) -> _Meta | None:
-        """The counter of this thread's open write transaction, if it has written: what its own
-        reads must see (``meta`` holds the value from before the transaction until it commits)."""
-        return getattr(self._local, "meta", None) if getattr(self._local, "conn", None) is not None else None
+    def _held_meta(self) -> _Meta | None:
+        """The counter of this thread's open write transaction (None outside one): what its own
+        reads must see, as ``meta`` holds the value from before the transaction until it commits.
+        Read from ``meta`` at the transaction's first need (``_meta``), a read's or a write's, and
+        kept: the transaction holds the database's write lock from its start (see the module's
+        docstring), so the row cannot move meanwhile. A write request reads the version and the
+        compaction horizon (its admission view's watch) before its write: one statement, not three."""
+        held = getattr(self._local, "conn", None)
+        if held is None:
+            return None
+        with _HeldRead(self, held) as conn:
+            return self._meta(conn)
 
     def _signal(self) -> None:
         with self._changed:
@@ -422,9 +431,9 @@ class SqlStore:
     # ----------------------------------------------------------------- reads
 
     def current_version(self) -> int:
-        pending = self._pending_meta()
-        if pending is not None:
-            return pending[0]
+        held = self._held_meta()
+        if held is not None:
+            return held[0]
         with self._reading() as conn:  # the driver's cursor: asked before every watch of a request
             (version,) = self._driver.one(conn, _CURRENT, {})
         return int(version)
@@ -442,8 +451,8 @@ class SqlStore:
             query, params = _LIST_IN_NAMESPACE, {**params, "k_namespace": namespace}
         with self._reading() as conn:  # the driver's cursor: a list may be of 100,000 objects
             rows = self._driver.all(conn, query, params)
-            pending = self._pending_meta()
-            (version,) = self._driver.one(conn, _CURRENT, {}) if pending is None else pending[:1]
+            held = self._held_meta()
+            (version,) = self._driver.one(conn, _CURRENT, {}) if held is None else held[:1]
         rows.sort(key=itemgetter(0))  # here, not in SQL: collations differ between databases
         items = [from_json(body) for _, body in rows]
         return [obj for obj in items if labels_match(obj, label_selector)], int(version)
@@ -474,8 +483,8 @@ class SqlStore:
             query = _events_of_kinds_after(len(kinds))
             params.update((f"kind{i}", kind) for i, kind in enumerate(sorted(kinds)))
         with self._reading() as conn:  # the driver's cursor: a watch runs on every request
-            pending = self._pending_meta()
-            (compacted,) = self._driver.one(conn, _COMPACTED, {}) if pending is None else pending[1:2]
+            held = self._held_meta()
+            (compacted,) = self._driver.one(conn, _COMPACTED, {}) if held is None else held[1:2]
             if since < compacted:
                 raise gone(since, compacted)
             rows = self._driver.all(conn, query, params)
