@@ -334,3 +334,12 @@ def test_a_replace_whose_metadata_is_not_an_object_is_400(server, metadata):
     created = c.post(NODES, json={"metadata": metadata})
     assert created.status_code in (400, 422) and "metadata" in created.json()["message"]
     assert c.get(f"{NODES}/n1").json()["status"]["allocatable"]["cpu"] == "4"  # nothing stored changed
+
+
+@pytest.mark.parametrize("path", ["/lahar/v1/usage", "/lahar/v1/usage/series"])
+@pytest.mark.parametrize("since", ["INFINITY", "1e400", "nan"])
+def test_usage_since_no_time_is_a_400_naming_the_rule(server, path, since):
+    answer = server.client.get(path, params={"since": since})
+    assert answer.status_code == 400, answer.text
+    assert answer.json()["message"].startswith(f'since: "{since}" is not a duration (90m, 7d) or a Unix time')
+    assert server.client.get(path, params={"since": "1h"}).status_code == 200

@@ -13,6 +13,7 @@ import time
 import httpx
 import pytest
 
+from lahar.errors import BadRequest
 from lahar.server.usage_routes import since_time
 from test_durability import free_port, start
 
@@ -123,3 +124,11 @@ def test_since_is_a_duration_back_or_a_unix_time():
     assert since_time("7d", 1_000_000_000.0 + 7 * 86400) == 1_000_000_000.0
     assert since_time("1700000000", 0.0) == 1_700_000_000.0
     assert since_time(None, 1_000_000.0) == 1_000_000.0 - 7 * 86400
+
+
+@pytest.mark.parametrize("text", ["INFINITY", "inf", "-inf", "1e400", "nan", "NaN"])
+def test_since_that_is_no_time_is_refused(text):
+    """A Unix time must be a finite number: ``float`` reads these, and an infinite start once
+    made the JSON answer fail (500)."""
+    with pytest.raises(BadRequest, match=f'since: "{text}" is not a duration'):
+        since_time(text, 1_800_000_000.0)

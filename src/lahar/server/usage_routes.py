@@ -13,6 +13,7 @@ A non-admin sees only their own rows (``user`` is forced to theirs).
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from fastapi import FastAPI, Query, Request
@@ -28,12 +29,13 @@ _SINCE_HELP = "How far back: a duration (90m, 7d) or a Unix time; default 7d."
 
 
 def since_time(text: str | None, now: float) -> float:
-    """The Unix time ``text`` means: a duration back from ``now``, or a Unix time (> 1e9)."""
+    """The Unix time ``text`` means: a duration back from ``now``, or a Unix time (a finite
+    number > 1e9: ``float`` also reads ``inf``, ``nan`` and ``1e400``, which are no time)."""
     if text is None or text == "":
         return now - 7 * 86400.0
     try:
         value = float(text)
-        if value > 1e9:
+        if math.isfinite(value) and value > 1e9:
             return value
     except ValueError:
         pass
