@@ -6,6 +6,7 @@ Values are seconds as floats; negative durations are refused.
 
 from __future__ import annotations
 
+import math
 import re
 
 __all__ = ["DurationError", "parse_duration", "format_duration"]
@@ -19,16 +20,18 @@ class DurationError(ValueError):
 
 
 def parse_duration(text: str | int | float) -> float:
-    """Seconds in ``text``. Raises ``DurationError`` for anything else, or for a negative value."""
+    """Seconds in ``text``. Raises ``DurationError`` for anything else, for a negative value, or
+    for one that is not finite (NaN, infinity, or digits too many for a float: they read as
+    infinity)."""
     if isinstance(text, bool):
         raise DurationError(f"{text!r} is not a duration")
     if isinstance(text, (int, float)):
         if text < 0:
             raise DurationError("must be a duration >= 0")
-        return float(text)
+        return _finite(float(text))
     value = text.strip()
     if re.fullmatch(r"\d+(?:\.\d*)?|\.\d+", value):
-        return float(value)
+        return _finite(float(value))
     pos, total = 0, 0.0
     for match in _PART.finditer(value):
         if match.start() != pos:
@@ -37,7 +40,13 @@ def parse_duration(text: str | int | float) -> float:
         pos = match.end()
     if pos != len(value) or not value:
         raise DurationError("must be a duration such as 90s, 10m, 1h30m, 1.5h, 2d or a number of seconds")
-    return total
+    return _finite(total)
+
+
+def _finite(seconds: float) -> float:
+    if not math.isfinite(seconds):
+        raise DurationError("must be a finite duration (this one is too large, or not a number)")
+    return seconds
 
 
 def format_duration(seconds: float) -> str:

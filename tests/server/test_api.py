@@ -337,7 +337,7 @@ def test_a_replace_whose_metadata_is_not_an_object_is_400(server, metadata):
 
 
 @pytest.mark.parametrize("path", ["/lahar/v1/usage", "/lahar/v1/usage/series"])
-@pytest.mark.parametrize("since", ["INFINITY", "1e400", "nan"])
+@pytest.mark.parametrize("since", ["INFINITY", "1e400", "nan", "9" * 400, "9" * 400 + "d"])
 def test_usage_since_no_time_is_a_400_naming_the_rule(server, path, since):
     answer = server.client.get(path, params={"since": since})
     assert answer.status_code == 400, answer.text
