@@ -85,3 +85,27 @@ def test_rejected_objects_are_reported():
     assert out["rejected"][0]["name"] == "default/job2"
     assert "Closing" in out["rejected"][0]["message"]
     assert out["queues"]["test"]["state"] == "Closed"
+
+
+ARRIVING = """apiVersion: v1
+kind: Node
+metadata: {name: n1}
+status: {allocatable: {cpu: "4", memory: 8Gi}}
+---
+apiVersion: batch.volcano.sh/v1alpha1
+kind: Job
+metadata: {name: j, annotations: {lahar.dev/at: "AT"}}
+spec: {queue: default, tasks: [{name: t, replicas: 1, template: {spec: {containers: [{name: c, resources: {requests: {cpu: "1"}}}]}}}]}
+"""
+
+
+def test_an_arrival_time_that_is_not_a_duration_is_named_not_a_traceback():
+    for at, rule in (("soon", "must be a duration such as 90s"), ("9" * 400, "must be a finite duration")):
+        run = lahar("simulate", "-", "--until", "10s", stdin=ARRIVING.replace("AT", at))
+        assert run.returncode == 1, run.stdout
+        assert "Traceback" not in run.stderr
+        assert f'Job default/j: annotation lahar.dev/at: "{at}" {rule}' in " ".join(run.stderr.split())
+    later = lahar("simulate", "-", "--until", "10s", "-o", "json", stdin=ARRIVING.replace("AT", "5s"))
+    assert later.returncode == 0, later.stderr
+    binds = [(c["time"], d["task"]) for c in json.loads(later.stdout)["cycles"] for d in c["decisions"]]
+    assert binds == [(5.0, "default/j-t-0")]

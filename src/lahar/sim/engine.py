@@ -22,7 +22,8 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from lahar.duration import parse_duration
+from lahar.duration import DurationError, parse_duration
+from lahar.errors import BadRequest
 from lahar.scheduler.cycle import paused_gc as quiet_gc
 from lahar.model.base import LAHAR_AT, ApiObject
 from lahar.model.cluster import SchedulerConfiguration
@@ -30,7 +31,7 @@ from lahar.scheduler.cycle import CycleResult, run_cycle
 from lahar.scheduler.framework.config import SchedulerConf
 from lahar.sim.world import World
 
-__all__ = ["Simulation", "CycleRecord", "grid_time", "next_step_time"]
+__all__ = ["Simulation", "CycleRecord", "arrival_time", "grid_time", "next_step_time"]
 
 
 @dataclass
@@ -67,8 +68,7 @@ class Simulation:
         self.keep_cycles = True  # False: keep only the last record (long trace replays)
         self._arrivals: list[tuple[float, int, ApiObject]] = []
         for seq, obj in enumerate(o for o in objects if not isinstance(o, SchedulerConfiguration)):
-            at = parse_duration(obj.annotations.get(LAHAR_AT, 0)) if obj.annotations.get(LAHAR_AT) else 0.0
-            heapq.heappush(self._arrivals, (at, seq, obj))
+            heapq.heappush(self._arrivals, (arrival_time(obj), seq, obj))
 
     # ----------------------------------------------------------------- stepping
 
@@ -141,6 +141,18 @@ class Simulation:
     def _next_event(self) -> float | None:
         times = [t for t in (self._arrivals[0][0] if self._arrivals else None, self.world.next_completion()) if t is not None]
         return min(times) if times else None
+
+
+def arrival_time(obj: ApiObject) -> float:
+    """When ``obj`` arrives: its ``lahar.dev/at`` (0 without one); a ``BadRequest`` that names the
+    object, the annotation and the rule when it is not a duration."""
+    text = obj.annotations.get(LAHAR_AT)
+    if not text:
+        return 0.0
+    try:
+        return parse_duration(text)
+    except DurationError as exc:
+        raise BadRequest(f'{obj.kind} {obj.key}: annotation {LAHAR_AT}: "{text}" {exc}') from None
 
 
 def grid_time(t: float, period: float) -> float:
