@@ -316,6 +316,8 @@ def test_a_job_created_with_a_status_keeps_it():
         (job("j").tasks(1).tasks(1), ['spec.tasks[1].name: Duplicate value: "worker"']),
         (job("J"), ["metadata.name", "spec.tasks: Required value: a job needs at least one task"]),
         (job("j").tasks(1).annotation("lahar.dev/duration", "soon"), ["metadata.annotations[lahar.dev/duration]"]),
+        (job("j").tasks(1).annotation("lahar.dev/duration", "9" * 400), ["metadata.annotations[lahar.dev/duration]"]),
+        (job("j").tasks(1).annotation("lahar.dev/at", "9" * 400 + "d"), ["metadata.annotations[lahar.dev/at]"]),
     ],
 )
 def test_job_field_rules(builder, expected):
