@@ -196,6 +196,7 @@ HEADER = "submit,duration,queue,tasks,cpu,gpu,priority,name,minAvailable\n"
         ("0,1,q,0,1,,,,\n", "line 2, column tasks: '0' must be a whole number >= 1"),
         ("0,1,q,1,lots,,,,\n", "line 2, column cpu: 'lots' is not a quantity"),
         ("0,1,q,1,-1,,,,\n", "line 2, column cpu: '-1' must not be negative"),
+        ("0,1,q,1," + "9" * 30 + ",,,,\n", f"line 2, column cpu: '{'9' * 30}' must be at most 9223372036854775807 (2^63-1)"),
         ("0,1,q,2,1,,,,3\n", "line 2, column minAvailable: '3' must be at most tasks (2)"),
         ("0,1,q,1,1,,high,,\n", "line 2, column priority: 'high' must be an integer"),
         ("0,1,q,1,1,,,Big_Job,\n", "line 2, column name: 'Big_Job' must be a lowercase RFC 1123 name"),
@@ -280,6 +281,7 @@ def test_cluster_specs_and_their_errors():
         ("2 x cpu", 'Invalid value: "cpu" in "2 x cpu"'),
         ("2 x cpu=many", 'Invalid value: "many" for cpu'),
         ("0 x cpu=1", "the node count must be >= 1"),
+        ("2 x memory=8Ei", r'Invalid value: "8Ei" for memory: must be at most 9223372036854775807 \(2\^63-1\)'),
     ]:
         with pytest.raises(BadRequest, match=message):
             parse_cluster([spec])

@@ -317,6 +317,7 @@ def test_a_job_created_with_a_status_keeps_it():
         (job("J"), ["metadata.name", "spec.tasks: Required value: a job needs at least one task"]),
         (job("j").tasks(1).annotation("lahar.dev/duration", "soon"), ["metadata.annotations[lahar.dev/duration]"]),
         (job("j").tasks(1).annotation("lahar.dev/duration", "9" * 400), ["metadata.annotations[lahar.dev/duration]"]),
+        (job("j").tasks(1, cpu="9" * 400), ["spec.tasks[0].template.spec.containers[0].resources.requests.cpu"]),
         (job("j").tasks(1).annotation("lahar.dev/at", "9" * 400 + "d"), ["metadata.annotations[lahar.dev/at]"]),
     ],
 )
@@ -337,6 +338,7 @@ def test_podgroup_rules():
 def test_node_and_priority_class_rules():
     world = ObjectsView()
     assert errors_of(admit_create, node("n1", cpu="-1"), world) == ['status.allocatable.cpu: Invalid value: "-1": must be greater than or equal to 0']
+    assert errors_of(admit_create, node("n1", cpu="8Ei"), world) == ['status.allocatable.cpu: Invalid value: "8Ei": must be at most 9223372036854775807 (2^63-1), as in Kubernetes']
     assert errors_of(admit_create, priority_class("high", 10**10), world) == ["value: Invalid value: 10000000000: must be in -2000000000..2000000000"]
 
 

@@ -8,8 +8,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from lahar.quantity import (
+    MAX_MAGNITUDE,
     QuantityError,
     QuantityFormat,
+    QuantityTooLarge,
     canonical,
     format_quantity,
     parse_quantity,
@@ -51,6 +53,25 @@ def test_parse(text, value):
 def test_parse_rejects(text):
     with pytest.raises(QuantityError):
         parse_quantity(text)
+
+
+@pytest.mark.parametrize(
+    "text", ["9" * 400, "9223372036854775808", "-9223372036854775808", "8Ei", "1e19", "1e30", "10E", 2**63, -(2**63), 10**400, 1e300]
+)
+def test_a_quantity_is_at_most_2_to_the_63_minus_1(text):
+    """Kubernetes' own bound (it caps what is larger; Lahar refuses it): four hundred nines made
+    the control loop fail on a float overflow, and a float holds no such value exactly anyway."""
+    with pytest.raises(QuantityTooLarge, match=r"at most 2\^63-1 \(9223372036854775807\) in magnitude"):
+        parse_quantity(text)
+
+
+@pytest.mark.parametrize(
+    "text,value",
+    [("9223372036854775807", MAX_MAGNITUDE), ("-9223372036854775807", -MAX_MAGNITUDE), ("9223372036854775807000m", MAX_MAGNITUDE), ("7Ei", 7 * 2**60), ("9E", 9 * 10**18), (2**63 - 1, MAX_MAGNITUDE)],
+)
+def test_the_largest_quantities_are_taken(text, value):
+    assert MAX_MAGNITUDE == 2**63 - 1
+    assert parse_quantity(text) == value
 
 
 FORMAT_CASES = [

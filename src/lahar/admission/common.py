@@ -12,7 +12,7 @@ from typing import Mapping
 
 from lahar.errors import ErrorType, FieldError
 from lahar.model.base import ObjectMeta
-from lahar.quantity import QuantityError, parse_quantity
+from lahar.quantity import MAX_MAGNITUDE, QuantityError, QuantityTooLarge, parse_quantity
 
 __all__ = [
     "check_label_name",
@@ -87,6 +87,9 @@ def check_resource_list(errors: list[FieldError], path: str, values: Mapping[str
             continue
         try:
             value = parse_quantity(text)
+        except QuantityTooLarge:
+            errors.append(FieldError.invalid(f"{path}.{name}", text, f"must be at most {MAX_MAGNITUDE} (2^63-1), as in Kubernetes"))
+            continue
         except QuantityError:
             errors.append(
                 FieldError.invalid(

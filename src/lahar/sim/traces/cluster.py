@@ -25,7 +25,7 @@ from functools import lru_cache
 from lahar.errors import BadRequest
 from lahar.model import Node
 from lahar.model.base import ObjectMeta
-from lahar.quantity import QuantityError, QuantityFormat, format_quantity, parse_quantity
+from lahar.quantity import MAX_MAGNITUDE, QuantityError, QuantityFormat, QuantityTooLarge, format_quantity, parse_quantity
 from lahar.resources import GPU
 from lahar.sim.traces.records import TraceJob
 
@@ -69,6 +69,8 @@ def _parse_spec(spec: str) -> tuple[int, dict[str, str]]:
         try:
             if parse_quantity(value) < 0:
                 raise QuantityError(value)
+        except QuantityTooLarge:
+            raise BadRequest(f'--cluster: Invalid value: "{value}" for {name}: must be at most {MAX_MAGNITUDE} (2^63-1), as in Kubernetes') from None
         except QuantityError:
             raise BadRequest(f'--cluster: Invalid value: "{value}" for {name}: must be a quantity >= 0 such as 64, 500m, 512Gi') from None
         shape[name] = value
