@@ -343,3 +343,18 @@ def test_usage_since_no_time_is_a_400_naming_the_rule(server, path, since):
     assert answer.status_code == 400, answer.text
     assert answer.json()["message"].startswith(f'since: "{since}" is not a duration (90m, 7d) or a Unix time')
     assert server.client.get(path, params={"since": "1h"}).status_code == 200
+
+
+def test_a_request_too_large_for_any_quantity_is_refused_and_the_loop_goes_on(server):
+    """Four hundred nines of cpu were admitted, and then every tick of the control loop failed
+    on a float overflow: nothing was scheduled again, not even the jobs beside it."""
+    c = server.client
+    c.post(NODES, json=node("n1", cpu="2"))
+    huge = c.post(JOBS, json=job("huge", cpu="9" * 400))
+    assert huge.status_code == 422, huge.text
+    assert "must be at most 9223372036854775807 (2^63-1)" in huge.json()["message"]
+    assert c.post(JOBS, json=job("small", cpu="1")).status_code == 201
+    server.loop.tick()
+    server.loop.tick()
+    pods = {p["metadata"]["name"]: p for p in c.get("/api/v1/namespaces/default/pods").json()["items"]}
+    assert set(pods) == {"small-main-0"} and pods["small-main-0"]["spec"]["nodeName"] == "n1"
