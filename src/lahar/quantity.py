@@ -13,8 +13,7 @@ Grammar (Kubernetes)::
     decimal-SI ::= n | u | m | "" | k | M | G | T | P | E
     decimal-exponent ::= ("e" | "E") signed-integer
 
-Values are exact (``fractions.Fraction``) and at most 2^63-1 in magnitude, Kubernetes' own bound
-(``QuantityTooLarge`` beyond it); rounding happens only where Kubernetes rounds:
+Values are exact (``fractions.Fraction``); rounding happens only where Kubernetes rounds:
 ``to_milli`` and ``to_units`` round *up*, like ``Quantity.MilliValue`` and ``Quantity.Value``.
 """
 
@@ -29,7 +28,6 @@ from fractions import Fraction
 __all__ = [
     "MAX_MAGNITUDE",
     "QuantityError",
-    "QuantityTooLarge",
     "QuantityFormat",
     "parse_quantity",
     "format_quantity",
@@ -50,17 +48,14 @@ _PATTERN = re.compile(
 # Larger values would only be typos, and unbounded exponents would let one string eat memory.
 _MAX_EXPONENT = 30
 # Kubernetes' own bound: no quantity may be larger than 2^63-1 in magnitude. Kubernetes caps a
-# larger one; Lahar refuses it (a float holds no such value exactly, and four hundred digits
-# would overflow one).
+# larger one; Lahar's admission refuses it in what a user writes (four hundred digits would
+# overflow a float). Parsing itself takes any size: what Lahar works out, such as a podgroup's
+# minResources summed over its tasks, may go past it.
 MAX_MAGNITUDE = 2**63 - 1
 
 
 class QuantityError(ValueError):
     """A string that is not a Kubernetes quantity. The message says what was expected."""
-
-
-class QuantityTooLarge(QuantityError):
-    """A quantity beyond ``MAX_MAGNITUDE``."""
 
 
 class QuantityFormat(str, Enum):
@@ -81,20 +76,15 @@ def parse_quantity(value: str | int | float | Fraction) -> Fraction:
     if isinstance(value, Fraction):
         return value
     if isinstance(value, int):
-        return _bounded(Fraction(value), value)
+        return Fraction(value)
     if isinstance(value, float):
         if not math.isfinite(value):
             raise QuantityError(f"{value!r} is not a finite quantity")
-        return _bounded(Fraction(repr(value)), value)
+        return Fraction(repr(value))
     if not isinstance(value, str):
         raise QuantityError(f"{value!r} is not a quantity")
     return _parse_text(value)
 
-
-def _bounded(exact: Fraction, written: object) -> Fraction:
-    if abs(exact) > MAX_MAGNITUDE:
-        raise QuantityTooLarge(f"{written!r} is too large: a quantity is at most 2^63-1 ({MAX_MAGNITUDE}) in magnitude, as in Kubernetes")
-    return exact
 
 
 @functools.lru_cache(maxsize=4096)
@@ -112,11 +102,11 @@ def _parse_text(value: str) -> Fraction:
         exponent = int(match["exp"][1:])
         if abs(exponent) > _MAX_EXPONENT:
             raise QuantityError(f"{value!r}: exponent out of range (at most {_MAX_EXPONENT})")
-        return _bounded(number * Fraction(10) ** exponent, value)
+        return number * Fraction(10) ** exponent
     suffix = match["suffix"] or ""
     if suffix in _BINARY:
-        return _bounded(number * 1024 ** _BINARY[suffix], value)
-    return _bounded(number * Fraction(10) ** _DECIMAL[suffix], value)
+        return number * 1024 ** _BINARY[suffix]
+    return number * Fraction(10) ** _DECIMAL[suffix]
 
 
 def suffix_format(value: str | int | float) -> QuantityFormat:

@@ -353,8 +353,12 @@ def test_a_request_too_large_for_any_quantity_is_refused_and_the_loop_goes_on(se
     huge = c.post(JOBS, json=job("huge", cpu="9" * 400))
     assert huge.status_code == 422, huge.text
     assert "must be at most 9223372036854775807 (2^63-1)" in huge.json()["message"]
+    # the largest a quantity may be, twice: the job's podgroup asks for their sum, past the bound
+    assert c.post(JOBS, json=job("widest", cpu="9223372036854775807", replicas=2)).status_code == 201
     assert c.post(JOBS, json=job("small", cpu="1")).status_code == 201
     server.loop.tick()
     server.loop.tick()
     pods = {p["metadata"]["name"]: p for p in c.get("/api/v1/namespaces/default/pods").json()["items"]}
-    assert set(pods) == {"small-main-0"} and pods["small-main-0"]["spec"]["nodeName"] == "n1"
+    assert set(pods) == {"small-main-0", "widest-main-0", "widest-main-1"}
+    assert pods["small-main-0"]["spec"]["nodeName"] == "n1"
+    assert "nodeName" not in pods["widest-main-0"]["spec"]

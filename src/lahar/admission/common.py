@@ -12,7 +12,7 @@ from typing import Mapping
 
 from lahar.errors import ErrorType, FieldError
 from lahar.model.base import ObjectMeta
-from lahar.quantity import MAX_MAGNITUDE, QuantityError, QuantityTooLarge, parse_quantity
+from lahar.quantity import MAX_MAGNITUDE, QuantityError, parse_quantity
 
 __all__ = [
     "check_label_name",
@@ -79,17 +79,18 @@ def check_metadata(errors: list[FieldError], meta: ObjectMeta, *, label_name: bo
         errors.append(FieldError("metadata.annotations", ErrorType.TOO_LONG, f"must total at most {MAX_ANNOTATION_BYTES} bytes"))
 
 
+# Kubernetes' own bound on a quantity (``lahar.quantity.MAX_MAGNITUDE``), as admission words it
+TOO_LARGE = f"must be at most {MAX_MAGNITUDE} (2^63-1), as in Kubernetes"
+
+
 def check_resource_list(errors: list[FieldError], path: str, values: Mapping[str, str] | None) -> None:
-    """Every name well-formed, every quantity valid and >= 0."""
+    """Every name well-formed, every quantity valid, >= 0 and at most 2^63-1."""
     for name, text in (values or {}).items():
         if not _RESOURCE_NAME.match(name):
             errors.append(FieldError.invalid(f"{path}.{name}", name, "must be a resource name such as cpu, memory or nvidia.com/gpu"))
             continue
         try:
             value = parse_quantity(text)
-        except QuantityTooLarge:
-            errors.append(FieldError.invalid(f"{path}.{name}", text, f"must be at most {MAX_MAGNITUDE} (2^63-1), as in Kubernetes"))
-            continue
         except QuantityError:
             errors.append(
                 FieldError.invalid(
@@ -101,6 +102,8 @@ def check_resource_list(errors: list[FieldError], path: str, values: Mapping[str
             continue
         if value < 0:
             errors.append(FieldError.invalid(f"{path}.{name}", text, "must be greater than or equal to 0"))
+        elif value > MAX_MAGNITUDE:
+            errors.append(FieldError.invalid(f"{path}.{name}", text, TOO_LARGE))
 
 
 def check_int_range(errors: list[FieldError], path: str, value: int | None, low: int, high: int) -> None:

@@ -22,10 +22,11 @@ import re
 from fractions import Fraction
 from functools import lru_cache
 
+from lahar.admission.common import TOO_LARGE
 from lahar.errors import BadRequest
 from lahar.model import Node
 from lahar.model.base import ObjectMeta
-from lahar.quantity import MAX_MAGNITUDE, QuantityError, QuantityFormat, QuantityTooLarge, format_quantity, parse_quantity
+from lahar.quantity import MAX_MAGNITUDE, QuantityError, QuantityFormat, format_quantity, parse_quantity
 from lahar.resources import GPU
 from lahar.sim.traces.records import TraceJob
 
@@ -67,12 +68,13 @@ def _parse_spec(spec: str) -> tuple[int, dict[str, str]]:
         if not name or not value or not _RESOURCE_NAME.match(name):
             raise BadRequest(f'--cluster: Invalid value: "{part.strip()}" in "{spec}": expected RESOURCE=QUANTITY such as cpu=64')
         try:
-            if parse_quantity(value) < 0:
+            amount = parse_quantity(value)
+            if amount < 0:
                 raise QuantityError(value)
-        except QuantityTooLarge:
-            raise BadRequest(f'--cluster: Invalid value: "{value}" for {name}: must be at most {MAX_MAGNITUDE} (2^63-1), as in Kubernetes') from None
         except QuantityError:
             raise BadRequest(f'--cluster: Invalid value: "{value}" for {name}: must be a quantity >= 0 such as 64, 500m, 512Gi') from None
+        if amount > MAX_MAGNITUDE:
+            raise BadRequest(f'--cluster: Invalid value: "{value}" for {name}: {TOO_LARGE}')
         shape[name] = value
     return count, shape
 

@@ -29,9 +29,10 @@ import re
 from datetime import datetime, timezone
 from pathlib import Path
 
+from lahar.admission.common import TOO_LARGE
 from lahar.duration import DurationError, parse_duration
 from lahar.errors import BadRequest
-from lahar.quantity import MAX_MAGNITUDE, QuantityError, QuantityTooLarge, parse_quantity
+from lahar.quantity import MAX_MAGNITUDE, QuantityError, parse_quantity
 from lahar.resources import GPU
 from lahar.sim.traces.reading import CsvRow, CsvTable
 from lahar.sim.traces.records import Trace, TraceJob
@@ -118,12 +119,12 @@ def _requests(row: CsvRow) -> dict[str, str]:
             continue
         try:
             value = parse_quantity(text)
-        except QuantityTooLarge:
-            raise row.fail(column, f"must be at most {MAX_MAGNITUDE} (2^63-1), as in Kubernetes") from None
         except QuantityError:
             raise row.fail(column, "is not a quantity such as 500m, 2, 4Gi") from None
         if value < 0:
             raise row.fail(column, "must not be negative")
+        if value > MAX_MAGNITUDE:
+            raise row.fail(column, TOO_LARGE)
         if value:
             out[resource] = text
     return out
