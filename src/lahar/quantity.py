@@ -27,6 +27,7 @@ from fractions import Fraction
 
 __all__ = [
     "MAX_MAGNITUDE",
+    "TOO_LARGE",
     "QuantityError",
     "QuantityFormat",
     "parse_quantity",
@@ -52,6 +53,8 @@ _MAX_EXPONENT = 30
 # overflow a float). Parsing itself takes any size: what Lahar works out, such as a podgroup's
 # minResources summed over its tasks, may go past it.
 MAX_MAGNITUDE = 2**63 - 1
+# The rule a quantity past the bound breaks, as admission and the trace readers word it
+TOO_LARGE = f"must be at most {MAX_MAGNITUDE} (2^63-1), as in Kubernetes"
 
 
 class QuantityError(ValueError):
@@ -84,7 +87,6 @@ def parse_quantity(value: str | int | float | Fraction) -> Fraction:
     if not isinstance(value, str):
         raise QuantityError(f"{value!r} is not a quantity")
     return _parse_text(value)
-
 
 
 @functools.lru_cache(maxsize=4096)

@@ -12,7 +12,7 @@ from typing import Mapping
 
 from lahar.errors import ErrorType, FieldError
 from lahar.model.base import ObjectMeta
-from lahar.quantity import MAX_MAGNITUDE, QuantityError, parse_quantity
+from lahar.quantity import MAX_MAGNITUDE, TOO_LARGE, QuantityError, parse_quantity
 
 __all__ = [
     "check_label_name",
@@ -77,10 +77,6 @@ def check_metadata(errors: list[FieldError], meta: ObjectMeta, *, label_name: bo
             errors.append(FieldError.invalid(f"metadata.labels[{key}]", value, "must be at most 63 characters"))
     if sum(len(k) + len(v) for k, v in meta.annotations.items()) > MAX_ANNOTATION_BYTES:
         errors.append(FieldError("metadata.annotations", ErrorType.TOO_LONG, f"must total at most {MAX_ANNOTATION_BYTES} bytes"))
-
-
-# Kubernetes' own bound on a quantity (``lahar.quantity.MAX_MAGNITUDE``), as admission words it
-TOO_LARGE = f"must be at most {MAX_MAGNITUDE} (2^63-1), as in Kubernetes"
 
 
 def check_resource_list(errors: list[FieldError], path: str, values: Mapping[str, str] | None) -> None:

@@ -29,14 +29,13 @@ from multiprocessing import get_context
 from pathlib import Path
 from typing import Any
 
-from lahar.duration import DurationError, parse_duration
 from lahar.errors import BadRequest, LaharError
 from lahar.model import Queue, SchedulerConfiguration
-from lahar.model.base import LAHAR_AT, ApiObject
+from lahar.model.base import ApiObject
 from lahar.model.manifest import load_documents
 from lahar.scheduler.cycle import paused_gc
 from lahar.scheduler.framework.config import SchedulerConf, load_config, named_config_text
-from lahar.sim.engine import Simulation, next_step_time
+from lahar.sim.engine import Simulation, arrival_time, next_step_time
 from lahar.sim.metrics import MetricsCollector, fmt_num, fmt_pct, fmt_seconds, main_resource
 from lahar.sim.traces.records import Routing, route
 from lahar.sim.traces.workload import Workload, read_queue_file
@@ -145,7 +144,7 @@ class ReplayPosition:
 
 def replay_position(objects: list[ApiObject], clock: Clock) -> ReplayPosition:
     """The start of a replay of ``objects`` (``clock.cycles`` is not used here)."""
-    arrivals = sorted(_arrival(o) for o in objects if not isinstance(o, SchedulerConfiguration))
+    arrivals = sorted(arrival_time(o) for o in objects if not isinstance(o, SchedulerConfiguration))
     return ReplayPosition(arrivals, clock.period, clock.until if clock.until is not None else math.inf)
 
 
@@ -160,14 +159,6 @@ def run_replay(sim: Simulation, position: ReplayPosition, cycles: int = _MAX_CYC
         if not position.advance(sim, record):
             return False
     return True
-
-
-def _arrival(obj: ApiObject) -> float:
-    text = obj.annotations.get(LAHAR_AT)
-    try:
-        return parse_duration(text) if text else 0.0
-    except DurationError:
-        return 0.0
 
 
 def run_side(workload: Workload, queues: list[Queue] | None, conf: SchedulerConf, clock: Clock, max_points: int = 1024) -> dict[str, Any]:

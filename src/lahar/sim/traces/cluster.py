@@ -22,11 +22,10 @@ import re
 from fractions import Fraction
 from functools import lru_cache
 
-from lahar.admission.common import TOO_LARGE
 from lahar.errors import BadRequest
 from lahar.model import Node
 from lahar.model.base import ObjectMeta
-from lahar.quantity import MAX_MAGNITUDE, QuantityError, QuantityFormat, format_quantity, parse_quantity
+from lahar.quantity import MAX_MAGNITUDE, TOO_LARGE, QuantityError, QuantityFormat, format_quantity, parse_quantity
 from lahar.resources import GPU
 from lahar.sim.traces.records import TraceJob
 

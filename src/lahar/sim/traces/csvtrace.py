@@ -29,10 +29,9 @@ import re
 from datetime import datetime, timezone
 from pathlib import Path
 
-from lahar.admission.common import TOO_LARGE
 from lahar.duration import DurationError, parse_duration
 from lahar.errors import BadRequest
-from lahar.quantity import MAX_MAGNITUDE, QuantityError, parse_quantity
+from lahar.quantity import MAX_MAGNITUDE, TOO_LARGE, QuantityError, parse_quantity
 from lahar.resources import GPU
 from lahar.sim.traces.reading import CsvRow, CsvTable
 from lahar.sim.traces.records import Trace, TraceJob
