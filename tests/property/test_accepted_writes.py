@@ -72,6 +72,20 @@ def vcjobs(draw, queue_names: list[str]) -> dict:
 
 
 @st.composite
+def bare_pods(draw) -> dict:
+    container = {"name": "c", "resources": {"requests": {"cpu": draw(quantities), "memory": draw(quantities)}}}
+    annotations = {key: draw(durations) for key in draw(st.sets(st.sampled_from(["lahar.dev/at", "lahar.dev/duration"])))}
+    if draw(st.booleans()):
+        annotations["scheduling.volcano.sh/queue-name"] = draw(st.sampled_from(["default", "none-such"]))
+    spec: dict = {"containers": [container]}
+    if draw(st.booleans()):
+        spec["nodeName"] = draw(st.sampled_from(["none-such", "n-0"]))
+    if draw(st.booleans()):
+        spec["priorityClassName"] = draw(st.sampled_from(["high", "none-such"]))
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": _name("p"), "annotations": annotations}, "spec": spec}
+
+
+@st.composite
 def writes(draw) -> list[dict]:
     roomy = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": _name("n")}, "status": {"allocatable": {"cpu": "64", "memory": "512Gi", "pods": "110"}}}
     made = [roomy] + draw(st.lists(nodes(), max_size=3)) + draw(st.lists(queues(), max_size=2))  # room for the ordinary jobs
