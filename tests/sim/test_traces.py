@@ -104,8 +104,9 @@ def test_philly_rows_are_sorted_and_blank_lines_skipped(tmp_path):
     [
         ("yesterday,5,1,5,vc", "line 2, column timestamp: 'yesterday' is not a time"),
         ("2017-10-01 00:00:00,-5,1,5,vc", "line 2, column duration: '-5' must be a finite number >= 0"),
-        ("2017-10-01 00:00:00,5,1.5,5,vc", "line 2, column num_gpus: '1.5' must be a whole number >= 1"),
-        ("2017-10-01 00:00:00,5,0,5,vc", "line 2, column num_gpus: '0' must be a whole number >= 1"),
+        ("2017-10-01 00:00:00,5,1.5,5,vc", "line 2, column num_gpus: '1.5' must be a whole number from 1 to 800000"),
+        ("2017-10-01 00:00:00,5,0,5,vc", "line 2, column num_gpus: '0' must be a whole number from 1 to 800000"),
+        ("2017-10-01 00:00:00,5,1e20,5,vc", "line 2, column num_gpus: '1e20' must be a whole number from 1 to 800000"),  # 8 GPUs a task
     ],
 )
 def test_philly_bad_rows_name_line_and_column(tmp_path, row, message):
@@ -193,7 +194,9 @@ HEADER = "submit,duration,queue,tasks,cpu,gpu,priority,name,minAvailable\n"
         ("soon,1,q,1,1,,,,\n", "line 2, column submit: 'soon' must be seconds >= 0 or an ISO time"),
         ("0,1,q,1,1,,,,\n2024-01-01 00:00:00,1,q,1,1,,,,\n", "line 3, column submit: '2024-01-01 00:00:00' mixes forms"),
         ("0,forever,q,1,1,,,,\n", "line 2, column duration: 'forever' must be a duration such as 90s"),
-        ("0,1,q,0,1,,,,\n", "line 2, column tasks: '0' must be a whole number >= 1"),
+        ("0,1,q,0,1,,,,\n", "line 2, column tasks: '0' must be a whole number from 1 to 100000"),
+        ("0,1,q,100001,1,,,,\n", "line 2, column tasks: '100001' must be a whole number from 1 to 100000"),
+        ("0,1,q,1e20,1,,,,\n", "line 2, column tasks: '1e20' must be a whole number from 1 to 100000"),  # once a hang: 10^20 pods
         ("0,1,q,1,lots,,,,\n", "line 2, column cpu: 'lots' is not a quantity"),
         ("0,1,q,1,-1,,,,\n", "line 2, column cpu: '-1' must not be negative"),
         ("0,1,q,1," + "9" * 30 + ",,,,\n", f"line 2, column cpu: '{'9' * 30}' must be at most 9223372036854775807 (2^63-1)"),
@@ -270,6 +273,23 @@ def test_default_cluster_serves_the_mean_demand_with_headroom_and_the_largest_ga
     assert len(gang) == 20
     wide, note = default_cluster([tj("w", cpu="100", memory="1Ti")])
     assert "cpu=100,memory=1Ti" in note  # every task fits on one node
+
+
+def test_default_cluster_is_never_more_than_running_every_job_at_once_needs():
+    # a 2-day gang among arrivals 92 s apart: its mean demand over those 92 s is 1,878 times what
+    # it asks, which sized the cluster at 436,701 nodes (a replay that seemed to hang)
+    jobs = [tj("long", arrival=100, duration=172800, tasks=186), tj("short", arrival=192, duration=5400, **{"nvidia.com/gpu": "500m"})]
+    nodes, note = default_cluster(jobs)
+    assert len(nodes) == 233 and note.startswith("233 x ")  # ceil(1.25 x (186 x 8 + 0.5) GPUs / 8): both at once
+
+
+def test_default_cluster_past_the_node_bound_asks_for_a_cluster():
+    with pytest.raises(BadRequest) as err:
+        default_cluster([tj("huge", tasks=90_000), tj("more", tasks=10_000)])  # 100,000 nodes' worth of GPUs, plus headroom
+    assert err.value.message == (
+        "the cluster sized from the trace would have 125000 nodes of cpu=64,memory=512Gi,nvidia.com/gpu=8, more than 100000: "
+        "give the nodes to replay on with --cluster or --nodes"
+    )
 
 
 def test_cluster_specs_and_their_errors():

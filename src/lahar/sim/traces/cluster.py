@@ -11,8 +11,12 @@ the largest single task request, so every task fits on one node). Their number i
 - for each resource, ``ceil(1.25 x mean demand / node size)``, where the mean demand is
   ``sum(tasks x request x duration) / (last arrival - first arrival)`` over the replayed jobs
   (when every job arrives at once: ``sum(tasks x request)``), i.e. the cluster can serve the
-  trace's average load with 25% headroom;
+  trace's average load with 25% headroom, but never more than running every job at once needs
+  with the same headroom (``sum(tasks x request)``: a job that runs longer than the arrivals
+  last would otherwise count many times over);
 - the nodes the largest gang needs to start at all.
+
+Past ``MAX_NODES`` nodes it is an error that asks for ``--cluster`` or ``--nodes``.
 """
 
 from __future__ import annotations
@@ -91,6 +95,8 @@ def default_cluster(jobs: list[TraceJob]) -> tuple[list[Node], str]:
     count = max([1, *_load_nodes(jobs, requests, shape), *gangs])
     allocatable = {name: _quantity(name, value) for name, value in shape.items()}
     text = ",".join(f"{k}={v}" for k, v in allocatable.items())
+    if count > MAX_NODES:
+        raise BadRequest(f"the cluster sized from the trace would have {count} nodes of {text}, more than {MAX_NODES}: give the nodes to replay on with --cluster or --nodes")
     return [_node(i, allocatable) for i in range(1, count + 1)], f"{count} x {text}"
 
 
@@ -116,12 +122,15 @@ def _load_nodes(jobs: list[TraceJob], requests: list[dict[str, Fraction]], shape
     if not jobs:
         return []
     span = max(j.arrival for j in jobs) - min(j.arrival for j in jobs)
-    demand: dict[str, float] = {}
+    demand: dict[str, float] = {}  # the mean over the arrivals' span
+    at_once: dict[str, float] = {}  # every job running together
     for job, request in zip(jobs, requests):
         weight = job.duration / span if span > 0 else 1.0
         for name, value in request.items():
-            demand[name] = demand.get(name, 0.0) + job.tasks * float(value) * weight
-    return [math.ceil(float(HEADROOM) * total / float(shape[name])) for name, total in demand.items() if shape[name] > 0]
+            asked = job.tasks * float(value)
+            demand[name] = demand.get(name, 0.0) + asked * weight
+            at_once[name] = at_once.get(name, 0.0) + asked
+    return [math.ceil(float(HEADROOM) * min(total, at_once[name]) / float(shape[name])) for name, total in demand.items() if shape[name] > 0]
 
 
 def _gang_nodes(job: TraceJob, request: dict[str, Fraction], shape: dict[str, Fraction]) -> int:

@@ -10,7 +10,7 @@ submit      yes      seconds from the start (``90``, ``12.5``) or an ISO time
                      file; ISO times count from the earliest one
 duration    yes      run time of each task: seconds or ``90s`` / ``10m`` / ``1h30m``
 queue       yes      queue key (empty: the ``default`` queue)
-tasks       yes      number of identical tasks (>= 1)
+tasks       yes      number of identical tasks (1 to 100,000)
 cpu         one of   per-task requests as Kubernetes quantities (``500m``, ``2``; ``4Gi``;
 memory      these    GPUs may be fractional: ``0.5``); an empty cell asks for none
 gpu                  (``gpu`` is ``nvidia.com/gpu``)
@@ -34,7 +34,7 @@ from lahar.errors import BadRequest
 from lahar.quantity import MAX_MAGNITUDE, TOO_LARGE, QuantityError, parse_quantity
 from lahar.resources import GPU
 from lahar.sim.traces.reading import CsvRow, CsvTable
-from lahar.sim.traces.records import Trace, TraceJob
+from lahar.sim.traces.records import MAX_TASKS, Trace, TraceJob
 
 __all__ = ["load_csv", "COLUMNS"]
 
@@ -89,7 +89,7 @@ def _submit(row: CsvRow) -> float | datetime:
 
 
 def _job(row: CsvRow, number: int, arrival: float) -> TraceJob:
-    tasks = row.integer("tasks", minimum=1)
+    tasks = row.integer("tasks", minimum=1, maximum=MAX_TASKS)
     return TraceJob(
         name=_name(row, number),
         queue=row.get("queue"),

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from lahar.resources import GPU
 from lahar.sim.traces.reading import CsvRow, CsvTable
-from lahar.sim.traces.records import Trace, TraceJob
+from lahar.sim.traces.records import MAX_TASKS, Trace, TraceJob
 
 __all__ = ["load_philly", "GPUS_PER_NODE"]
 
@@ -45,7 +45,7 @@ def _parse(row: CsvRow) -> tuple[datetime, float, int, str]:
         stamp = datetime.fromisoformat(row.get("timestamp"))
     except ValueError:
         raise row.fail("timestamp", "is not a time such as 2017-10-09 07:01:55") from None
-    return stamp, row.number("duration"), row.integer("num_gpus", minimum=1), row.get("cluster")
+    return stamp, row.number("duration"), row.integer("num_gpus", minimum=1, maximum=GPUS_PER_NODE * MAX_TASKS), row.get("cluster")
 
 
 def _job(row: int, arrival: float, duration: float, gpus: int, key: str) -> TraceJob:

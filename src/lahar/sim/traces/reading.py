@@ -45,15 +45,16 @@ class CsvRow:
             raise self.fail(column, f"must be a finite number >= {minimum:g}")
         return value
 
-    def integer(self, column: str, *, minimum: int = 0) -> int:
-        """A whole number >= ``minimum`` (``8`` or ``8.0``)."""
+    def integer(self, column: str, *, minimum: int = 0, maximum: int | None = None) -> int:
+        """A whole number >= ``minimum`` (``8`` or ``8.0``), and <= ``maximum`` when given."""
         text = self.get(column)
+        rule = f"must be a whole number >= {minimum}" if maximum is None else f"must be a whole number from {minimum} to {maximum}"
         try:
             value = float(text)
         except ValueError:
-            raise self.fail(column, f"must be a whole number >= {minimum}") from None
-        if not value.is_integer() or value < minimum:
-            raise self.fail(column, f"must be a whole number >= {minimum}")
+            raise self.fail(column, rule) from None
+        if not value.is_integer() or value < minimum or (maximum is not None and value > maximum):
+            raise self.fail(column, rule)
         return int(value)
 
 

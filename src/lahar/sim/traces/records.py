@@ -33,9 +33,13 @@ __all__ = [
     "route",
     "job_objects",
     "priority_classes",
+    "MAX_TASKS",
 ]
 
 PRIORITY_CLASS_PREFIX = "trace-priority-"
+# The most tasks one job of a trace may have: a row is read as that many pods (a gang wider than
+# any cluster a replay runs on; a number past it is a typo, such as 1e20, not a job)
+MAX_TASKS = 100_000
 
 
 @dataclass(frozen=True, slots=True)
