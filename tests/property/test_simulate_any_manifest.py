@@ -45,7 +45,7 @@ def extras(draw) -> dict:
 
 
 @settings(max_examples=30, deadline=None, suppress_health_check=list(HealthCheck))
-@given(documents=writes(), more=st.lists(extras(), max_size=4), config=CONFIGS, until=st.sampled_from(["30s", "10m", "3h"]))
+@given(documents=writes(), more=st.lists(extras(), max_size=4), config=CONFIGS, until=st.sampled_from(["30s", "10m", "3h", "999999999999s"]))
 def test_simulate_reports_or_names_the_error(tmp_path_factory, documents, more, config, until):
     folder = tmp_path_factory.mktemp("sim")
     manifests = folder / "cluster.yaml"

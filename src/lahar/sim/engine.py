@@ -31,7 +31,12 @@ from lahar.scheduler.cycle import CycleResult, run_cycle
 from lahar.scheduler.framework.config import SchedulerConf
 from lahar.sim.world import World
 
-__all__ = ["Simulation", "CycleRecord", "arrival_time", "grid_time", "next_step_time"]
+__all__ = ["Simulation", "CycleRecord", "arrival_time", "grid_time", "next_step_time", "LATEST_TIME"]
+
+# The last second a simulation can reach: simulated time counts from 1970-01-01 and what happens
+# is stamped in RFC 3339 (creation and start times), which ends with the year 9999. A run ends
+# there as at ``--until``: a task that outlives it is still running, a job due after it never arrives.
+LATEST_TIME = 253_402_300_799.0  # 9999-12-31T23:59:59Z
 
 
 @dataclass
@@ -117,6 +122,8 @@ class Simulation:
             self._lookalike_backoff = 0
 
     def run_cycles(self, count: int) -> None:
+        if count > 1 and (count - 1) * self.period > LATEST_TIME:
+            raise BadRequest(f"{count} cycles {self.period:g} s apart would run past 9999-12-31T23:59:59Z, the last time a simulation reaches: give fewer cycles or a shorter period")
         for index in range(count):
             self.step(index * self.period)
 
@@ -165,8 +172,14 @@ def next_step_time(now: float, period: float, busy: bool, upcoming: float | None
     something (``busy``); otherwise the grid point at or after the next event (``upcoming``) or
     the cycle's ``horizon`` (its ``valid_until``: where a plugin that reads the clock, such as
     sla, may answer differently with nothing else changed), whichever comes first, never
-    sooner than the next grid point; None when nothing is left to happen. A horizon at or before
-    ``now`` (a plugin that cannot tell) steps every period until nothing is left to happen."""
+    sooner than the next grid point; None when nothing is left to happen, or when the next step
+    would come after ``LATEST_TIME``. A horizon at or before ``now`` (a plugin that cannot tell)
+    steps every period until nothing is left to happen."""
+    following = _following_step(now, period, busy, upcoming, horizon)
+    return None if following is None or following > LATEST_TIME else following
+
+
+def _following_step(now: float, period: float, busy: bool, upcoming: float | None, horizon: float) -> float | None:
     if busy:
         return grid_time(now + period, period)
     if horizon <= now:  # a plugin that reads the clock cannot tell until when: each period, while anything is left
