@@ -537,21 +537,28 @@ class Resource:
             out[name] = _user_value(name, value)
         return out
 
-    def to_quantities(self) -> dict[str, str]:
-        """Canonical Kubernetes quantities for the non-zero dimensions (``{"cpu": "1500m", "memory": "2Gi"}``)."""
+    def to_quantities(self, exact: bool = False) -> dict[str, str]:
+        """Canonical Kubernetes quantities for the non-zero dimensions (``{"cpu": "1500m", "memory": "2Gi"}``).
+        A value at or past 2^63-1 units reads ``unlimited`` (what a message shows for no limit),
+        unless ``exact``: what is written to an object must parse back as a quantity."""
         out = {}
         for name, value in self.dims():
             if value < MIN_RESOURCE:
                 continue
-            out[name] = _quantity_text(name, value)
+            out[name] = _exact_quantity_text(name, value) if exact else _quantity_text(name, value)
         return out
 
 
-@functools.lru_cache(maxsize=4096)
 def _quantity_text(name: str, value: float) -> str:
-    """One dimension as a canonical quantity (memoised: reasons format the same values every cycle)."""
+    """One dimension as a canonical quantity, ``unlimited`` at or past 2^63-1 units."""
     if value >= MAX_INT64:
         return "unlimited"
+    return _exact_quantity_text(name, value)
+
+
+@functools.lru_cache(maxsize=4096)
+def _exact_quantity_text(name: str, value: float) -> str:
+    """One dimension as a canonical quantity (memoised: reasons format the same values every cycle)."""
     exact = Fraction(value) / (1 if name in (MEMORY, PODS) else 1000)
     fmt = QuantityFormat.BINARY if name == MEMORY else QuantityFormat.DECIMAL
     return format_quantity(exact.limit_denominator(10**9), fmt)

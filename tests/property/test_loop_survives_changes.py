@@ -15,6 +15,7 @@ from __future__ import annotations
 import itertools
 
 import pytest
+from fastapi.testclient import TestClient
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -175,3 +176,17 @@ def test_the_loop_survives_every_accepted_change(config, first, steps):
             continue  # refused, with an error: what admission is for
     stored = {(kind, item["metadata"]["name"]) for kind in ("Node", "Queue", "Job", "Pod", "PriorityClass") for item in service.store.list(kind)[0]}
     assert {pair for pair in accepted if pair[0] != "Command"} <= stored
+    _reads_answer(server, service)
+
+
+def _reads_answer(server, service) -> None:
+    """What people read of such a cluster answers without a server error: the queue tree, usage,
+    events, metrics, and each job's reason and expected start (a forecast: a simulation of it)."""
+    paths = ["/lahar/v1/queues/tree", "/lahar/v1/usage", "/lahar/v1/usage/series", "/lahar/v1/events", "/metrics"]
+    for item in service.store.list("Job")[0]:
+        meta = item["metadata"]
+        paths += [f"/lahar/v1/namespaces/{meta['namespace']}/jobs/{meta['name']}/{what}" for what in ("why", "estimate")]
+    with TestClient(server.app) as client:
+        for path in paths:
+            answer = client.get(path)
+            assert answer.status_code < 500, (path, answer.text)

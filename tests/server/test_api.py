@@ -362,3 +362,20 @@ def test_a_request_too_large_for_any_quantity_is_refused_and_the_loop_goes_on(se
     assert set(pods) == {"small-main-0", "widest-main-0", "widest-main-1"}
     assert pods["small-main-0"]["spec"]["nodeName"] == "n1"
     assert "nodeName" not in pods["widest-main-0"]["spec"]
+
+
+def test_a_queue_holding_past_int64_milli_units_reads_back(server):
+    """A job of 10^16 CPUs is admitted (a quantity is at most 2^63-1) and bound on a node that
+    big; its queue then holds 10^19 milli-CPUs, past what a 64-bit count of them holds. The
+    loop wrote that as ``allocated: {cpu: unlimited}``, which is no quantity: the queue tree
+    answered 500 from then on. It is written as the quantity it is."""
+    c = server.client
+    big = "10000000000000000"
+    c.post(NODES, json=node("n1", cpu=big))
+    assert c.post(JOBS, json=job("vast", cpu=big)).status_code == 201
+    server.loop.tick()
+    server.loop.tick()
+    assert c.get("/apis/scheduling.volcano.sh/v1beta1/queues/default").json()["status"]["allocated"]["cpu"] == "10P"  # 10^16
+    tree = c.get("/lahar/v1/queues/tree")
+    assert tree.status_code == 200, tree.text
+    assert "cpu" in {q["name"]: q["allocated"] for q in tree.json()["queues"]}["default"]

@@ -39,6 +39,13 @@ def test_to_quantities():
     assert res.to_quantities() == {"cpu": "1500m", "memory": "4Gi", "nvidia.com/gpu": "8"}
 
 
+def test_to_quantities_past_int64_units_is_unlimited_for_people_and_exact_for_objects():
+    vast = Resource.from_list({"cpu": "10000000000000000"})  # 10^19 milli-CPUs: past 2^63-1 of them
+    assert vast.to_quantities() == {"cpu": "unlimited"}
+    written = vast.to_quantities(exact=True)
+    assert written == {"cpu": "10P"} and Resource.from_list(written).get("cpu") == vast.get("cpu")
+
+
 def test_is_empty_ignores_pods():
     assert r(0.05, 0.05, pods=5).is_empty()
     assert not r(0.2).is_empty()

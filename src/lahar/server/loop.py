@@ -264,7 +264,7 @@ class StoreWorld(World):
             queue = self.queues.get(name)
             if queue is None:
                 continue
-            quantities = allocated.to_quantities()
+            quantities = allocated.to_quantities(exact=True)  # written: must parse back, never ``unlimited``
             if (queue.status.allocated or {}) != quantities:
                 updated = queue.model_copy(deep=True)
                 updated.status.allocated = quantities
