@@ -44,21 +44,34 @@ def extras(draw) -> dict:
     return {"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue", "metadata": {"name": f"s-{next(_NAMES)}"}, "spec": {"state": state}}
 
 
+def run_simulate(args: list[str]):
+    """``lahar simulate ARGS`` in-process, and how it ended: ``usage`` (an option against its
+    rule, exit status 2), ``refused`` (a ``LaharError`` with a message, which ``main()`` prints
+    as ``error: ...``) or ``ran`` (exit status 0). Any other exception fails the test."""
+    result = CliRunner().invoke(app, ["simulate", *args])
+    error = result.exception
+    if isinstance(error, SystemExit) and result.exit_code == 2:
+        return "usage", result
+    if error is not None and not isinstance(error, SystemExit):
+        assert isinstance(error, LaharError), repr(error)
+        assert error.message
+        return "refused", result
+    assert result.exit_code == 0, result.output
+    return "ran", result
+
+
 @settings(max_examples=30, deadline=None, suppress_health_check=list(HealthCheck))
 @given(documents=writes(), more=st.lists(extras(), max_size=4), config=CONFIGS, until=st.sampled_from(["30s", "10m", "3h", "999999999999s"]))
 def test_simulate_reports_or_names_the_error(tmp_path_factory, documents, more, config, until):
     folder = tmp_path_factory.mktemp("sim")
     manifests = folder / "cluster.yaml"
     manifests.write_text(yaml.safe_dump_all(documents + more, sort_keys=False))
-    args = ["simulate", str(manifests), "--config", config, "--until", until, "-o", "json", "--metrics", str(folder / "m.json")]
-    result = CliRunner().invoke(app, args)
-    if result.exception is not None and not isinstance(result.exception, SystemExit):
-        assert isinstance(result.exception, LaharError), repr(result.exception)  # main() prints it as "error: ..."
-        assert result.exception.message
-        event("refused")
+    args = [str(manifests), "--config", config, "--until", until, "-o", "json", "--metrics", str(folder / "m.json")]
+    outcome, result = run_simulate(args)
+    event(outcome)
+    assert outcome != "usage", result.output  # every option here is valid
+    if outcome == "refused":
         return
-    assert result.exit_code == 0, result.output
-    event("simulated")
     out = json.loads(result.stdout)
     assert set(out) >= {"cycles", "queues", "jobs", "tasks"}
     assert json.loads((folder / "m.json").read_text())["summary"] is not None
