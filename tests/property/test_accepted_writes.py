@@ -37,14 +37,15 @@ durations = st.one_of(
 )
 
 
-def _name(prefix: str) -> str:
+def unique_name(prefix: str) -> str:
+    """``prefix-N``, never the same twice in a run (every drawn object is created anew)."""
     return f"{prefix}-{next(_NAMES)}"
 
 
 @st.composite
 def nodes(draw) -> dict:
     allocatable = {"cpu": draw(quantities), "memory": draw(quantities), "pods": draw(st.sampled_from(["110", "110", "0", "9" * 30]))}
-    return {"apiVersion": "v1", "kind": "Node", "metadata": {"name": _name("n")}, "status": {"allocatable": allocatable}}
+    return {"apiVersion": "v1", "kind": "Node", "metadata": {"name": unique_name("n")}, "status": {"allocatable": allocatable}}
 
 
 @st.composite
@@ -54,7 +55,7 @@ def queues(draw) -> dict:
         key = "guarantee" if field == "guarantee" else field
         value = {"cpu": draw(quantities), "memory": draw(quantities)}
         spec[key] = {"resource": value} if field == "guarantee" else value
-    return {"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue", "metadata": {"name": _name("q")}, "spec": spec}
+    return {"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue", "metadata": {"name": unique_name("q")}, "spec": spec}
 
 
 @st.composite
@@ -68,7 +69,7 @@ def vcjobs(draw, queue_names: list[str]) -> dict:
     spec = {"queue": draw(st.sampled_from(queue_names or ["default"])), "tasks": tasks, "minAvailable": draw(st.integers(min_value=0, max_value=3))}
     if draw(st.booleans()):
         spec["priorityClassName"] = draw(st.sampled_from(["high", "none-such"]))
-    return {"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job", "metadata": {"name": _name("j"), "annotations": annotations}, "spec": spec}
+    return {"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job", "metadata": {"name": unique_name("j"), "annotations": annotations}, "spec": spec}
 
 
 @st.composite
@@ -82,12 +83,12 @@ def bare_pods(draw) -> dict:
         spec["nodeName"] = draw(st.sampled_from(["none-such", "n-0"]))
     if draw(st.booleans()):
         spec["priorityClassName"] = draw(st.sampled_from(["high", "none-such"]))
-    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": _name("p"), "annotations": annotations}, "spec": spec}
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": unique_name("p"), "annotations": annotations}, "spec": spec}
 
 
 @st.composite
 def writes(draw) -> list[dict]:
-    roomy = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": _name("n")}, "status": {"allocatable": {"cpu": "64", "memory": "512Gi", "pods": "110"}}}
+    roomy = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": unique_name("n")}, "status": {"allocatable": {"cpu": "64", "memory": "512Gi", "pods": "110"}}}
     made = [roomy] + draw(st.lists(nodes(), max_size=3)) + draw(st.lists(queues(), max_size=2))  # room for the ordinary jobs
     names = ["default"] + [w["metadata"]["name"] for w in made if w["kind"] == "Queue"]
     return made + draw(st.lists(vcjobs(names), min_size=1, max_size=4))

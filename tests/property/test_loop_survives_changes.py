@@ -24,9 +24,8 @@ from lahar.scheduler.framework.config import load_config, named_config_text
 from lahar.server.main import build_server
 from lahar.store import MemoryStore
 
-from test_accepted_writes import bare_pods, quantities, writes
+from test_accepted_writes import bare_pods, quantities, unique_name, writes
 
-_NAMES = itertools.count()
 CONFIGS = ("default", "volcano", "capacity", "capacity-hierarchy")
 _STATES = st.sampled_from(["Open", "Closed", "Suspended", "Closing", "Unknown", "open", ""])
 _ACTIONS = st.sampled_from(["OpenQueue", "CloseQueue", "SuspendQueue", "ResumeQueue", "SyncQueue", "AbortJob", ""])
@@ -147,7 +146,7 @@ def _apply(service, change: tuple, accepted: set) -> None:
             service.patch(change[1], key, {"spec": spec})
     elif op == "command":
         target = _stored_name(service, change[2], change[3]) or "none-such"
-        body = {"apiVersion": "bus.volcano.sh/v1alpha1", "kind": "Command", "metadata": {"name": f"c-{next(_NAMES)}"}, "action": change[1]}
+        body = {"apiVersion": "bus.volcano.sh/v1alpha1", "kind": "Command", "metadata": {"name": unique_name("c")}, "action": change[1]}
         body["target"] = {"kind": change[2], "name": target.rsplit("/", 1)[-1]}
         service.create(body)
     elif op == "delete":

@@ -9,7 +9,6 @@ object or field is wrong. Two such files once did: a ``lahar.dev/at`` that was n
 
 from __future__ import annotations
 
-import itertools
 import json
 
 import yaml
@@ -20,9 +19,8 @@ from typer.testing import CliRunner
 from lahar.cli.main import app
 from lahar.errors import LaharError
 
-from test_accepted_writes import bare_pods, durations, writes
+from test_accepted_writes import bare_pods, durations, unique_name, writes
 
-_NAMES = itertools.count()
 CONFIGS = st.sampled_from(["default", "volcano", "capacity", "capacity-hierarchy"])
 
 
@@ -39,9 +37,9 @@ def extras(draw) -> dict:
         action = draw(st.sampled_from(["OpenQueue", "CloseQueue", "SuspendQueue", "ResumeQueue", "Nonsense"]))
         annotations = {"lahar.dev/at": draw(durations)} if draw(st.booleans()) else {}
         target = {"kind": draw(st.sampled_from(["Queue", "Job"])), "name": draw(st.sampled_from(["default", "none-such"]))}
-        return {"apiVersion": "bus.volcano.sh/v1alpha1", "kind": "Command", "metadata": {"name": f"c-{next(_NAMES)}", "annotations": annotations}, "action": action, "target": target}
+        return {"apiVersion": "bus.volcano.sh/v1alpha1", "kind": "Command", "metadata": {"name": unique_name("c"), "annotations": annotations}, "action": action, "target": target}
     state = draw(st.sampled_from(["Closed", "Suspended", "Open", "Bogus"]))
-    return {"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue", "metadata": {"name": f"s-{next(_NAMES)}"}, "spec": {"state": state}}
+    return {"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue", "metadata": {"name": unique_name("s")}, "spec": {"state": state}}
 
 
 def run_simulate(args: list[str]):
