@@ -33,6 +33,7 @@ from lahar.sim.compare import Clock, compare_json, difference_rows, labelled, re
 from lahar.sim.engine import Simulation
 from lahar.sim.inputs import load_simulation_inputs, resolve_config
 from lahar.sim.metrics import MetricsCollector, queue_table, summary_rows
+from lahar.sim.progress import ProgressSettings, jobs_in
 from lahar.sim.report import job_rows, queue_rows, simulation_json
 from lahar.sim.traces import QueueFile, Routing, Workload, build_workload, read_queue_file
 from lahar.sim.traces.workload import manifest_workload
@@ -62,6 +63,12 @@ def simulate(
     compare: Optional[Tuple[str, str]] = typer.Option(
         None, "--compare", metavar="A B", help="Run two configurations side by side: queue manifests, scheduler configuration files or bundled names."
     ),
+    progress: Optional[bool] = typer.Option(
+        None,
+        "--progress/--no-progress",
+        help="Show on stderr where the run stands (cycles, simulated time, jobs arrived and finished, time elapsed) "
+        "while it runs. Default: shown when stderr is a terminal.",
+    ),
 ) -> None:
     """Run the scheduler over manifests or a trace on a virtual clock.
 
@@ -75,16 +82,39 @@ def simulate(
     _check_options(cycles, until, output, trace, compare, (queues, nodes, cluster, speedup, limit_jobs, queue_key))
     clock = _clock(period, until, cycles)
     outputs = _Outputs(output, metrics, report)
+    options, shown = _trace_options(nodes, cluster, speedup, limit_jobs, queue_key), _wants_progress(progress)
     if compare:
-        _run_compare(files or [], config, trace, queues, compare, clock, outputs, _trace_options(nodes, cluster, speedup, limit_jobs, queue_key))
+        _run_compare(files or [], config, trace, queues, compare, clock, outputs, options, shown)
     elif trace:
-        _run_trace(files or [], config, trace, queues, clock, outputs, _trace_options(nodes, cluster, speedup, limit_jobs, queue_key))
+        _run_trace(files or [], config, trace, queues, clock, outputs, options, shown)
     else:
-        _run_manifests(files or [], config, clock, outputs)
+        _run_manifests(files or [], config, clock, outputs, shown)
 
 
 def _trace_options(nodes, cluster, speedup, limit_jobs, queue_key) -> dict[str, Any]:
     return {"node_files": nodes or [], "cluster": cluster or [], "speedup": speedup, "limit": limit_jobs, "queue_key": queue_key}
+
+
+def _wants_progress(asked: bool | None) -> bool:
+    """``--progress``/``--no-progress`` as given; neither: shown when stderr is a terminal."""
+    if asked is not None:
+        return asked
+    isatty = getattr(sys.stderr, "isatty", None)
+    return bool(isatty and isatty())
+
+
+def _progress_settings(wanted: bool, total_jobs: int, label: str = "", in_place: bool | None = None) -> ProgressSettings | None:
+    """On a terminal one line rewritten twice a second; elsewhere a line every 5 seconds."""
+    if not wanted:
+        return None
+    if in_place is None:
+        in_place = _wants_progress(None)
+    return ProgressSettings(total_jobs, label, in_place, 0.5 if in_place else 5.0)
+
+
+def _total_jobs(workload: Workload) -> int:
+    """The jobs a replay of ``workload`` submits: the trace's, and those of the manifests given with it."""
+    return len(workload.jobs) + jobs_in(workload.extras)
 
 
 def _check_options(cycles, until, output, trace, compare, trace_only) -> None:
@@ -142,11 +172,15 @@ def _run(sim: Simulation, clock: Clock, *, default_until: float | None) -> None:
 # ----------------------------------------------------------------- manifests
 
 
-def _run_manifests(files: list[str], config: str | None, clock: Clock, outputs: _Outputs) -> None:
+def _run_manifests(files: list[str], config: str | None, clock: Clock, outputs: _Outputs, progress: bool = False) -> None:
     objects, conf = load_simulation_inputs(files, config)
     collector = MetricsCollector() if outputs.wants_metrics else None
-    sim = Simulation(objects, conf, period=clock.period, observers=[collector] if collector else [])
+    settings = _progress_settings(progress, jobs_in(objects))
+    shown = None if settings is None else settings.observer()
+    sim = Simulation(objects, conf, period=clock.period, observers=[o for o in (collector, shown) if o is not None])
     _run(sim, clock, default_until=None)
+    if shown is not None:
+        shown.finish(sim)
     result = collector.result(sim) if collector else None
     if outputs.json:
         typer.echo(json.dumps(simulation_json(sim), indent=2, sort_keys=False))
@@ -208,15 +242,22 @@ class _DecisionLog:
             self.cycles.append(record.to_json())
 
 
-def _run_trace(files: list[str], config: str | None, trace: str, queues: str | None, clock: Clock, outputs: _Outputs, options: dict[str, Any]) -> None:
+def _run_trace(
+    files: list[str], config: str | None, trace: str, queues: str | None, clock: Clock, outputs: _Outputs, options: dict[str, Any], progress: bool = False
+) -> None:
     workload, queue_file, extras = _load_workload(files, trace, queues, options)
     conf = _base_conf(config, queue_file, extras)
     objects, routing = workload.objects(queue_file.queues or None if queue_file else None)
     _warn(routing)
     collector, log = MetricsCollector(), _DecisionLog()
-    sim = Simulation(objects, conf, period=clock.period, observers=[collector, log] if outputs.json else [collector])
+    settings = _progress_settings(progress, _total_jobs(workload))
+    shown = None if settings is None else settings.observer()
+    observers = [collector, log] if outputs.json else [collector]
+    sim = Simulation(objects, conf, period=clock.period, observers=observers if shown is None else [*observers, shown])
     sim.keep_cycles = False
     replay(sim, objects, clock)
+    if shown is not None:
+        shown.finish(sim)
     result = collector.result(sim)
     if outputs.json:
         out = simulation_json(sim)
@@ -232,7 +273,7 @@ def _run_trace(files: list[str], config: str | None, trace: str, queues: str | N
 # ----------------------------------------------------------------- comparisons
 
 
-def _run_compare(files, config, trace, queues, specs, clock: Clock, outputs: _Outputs, options: dict[str, Any]) -> None:
+def _run_compare(files, config, trace, queues, specs, clock: Clock, outputs: _Outputs, options: dict[str, Any], progress: bool = False) -> None:
     workload, queue_file, extras = _load_workload(files, trace, queues, options)
     if not workload.jobs and not workload.extras:
         raise BadRequest("--compare: give a workload: --trace KIND:PATH or manifest files")
@@ -243,7 +284,9 @@ def _run_compare(files, config, trace, queues, specs, clock: Clock, outputs: _Ou
         _warn(routing_of(workload, side, shared), side.label)
     runs = [(side.queues if side.queues is not None else shared, side.conf or base) for side in sides]
     default_until = float("inf") if trace else None
-    result = compare_json(sides, run_sides(workload, runs, _trace_clock(clock, default_until)))
+    # the two sides run at once: lines of their own, never one line rewritten
+    shown = [_progress_settings(True, _total_jobs(workload), side.label, in_place=False) for side in sides] if progress else None
+    result = compare_json(sides, run_sides(workload, runs, _trace_clock(clock, default_until), progress=shown))
     if outputs.json:
         typer.echo(json.dumps(result, indent=1))
     else:

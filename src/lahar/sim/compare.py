@@ -37,6 +37,7 @@ from lahar.scheduler.cycle import paused_gc
 from lahar.scheduler.framework.config import SchedulerConf, load_config, named_config_text
 from lahar.sim.engine import Simulation, arrival_time, next_step_time
 from lahar.sim.metrics import MetricsCollector, fmt_num, fmt_pct, fmt_seconds, main_resource
+from lahar.sim.progress import ProgressSettings
 from lahar.sim.traces.records import Routing, route
 from lahar.sim.traces.workload import Workload, read_queue_file
 
@@ -161,28 +162,42 @@ def run_replay(sim: Simulation, position: ReplayPosition, cycles: int = _MAX_CYC
     return True
 
 
-def run_side(workload: Workload, queues: list[Queue] | None, conf: SchedulerConf, clock: Clock, max_points: int = 1024) -> dict[str, Any]:
-    """Replay ``workload`` with these queues and configuration; the metrics, or {"error": message}."""
+def run_side(
+    workload: Workload, queues: list[Queue] | None, conf: SchedulerConf, clock: Clock, max_points: int = 1024, progress: ProgressSettings | None = None
+) -> dict[str, Any]:
+    """Replay ``workload`` with these queues and configuration; the metrics, or {"error": message}.
+    With ``progress``, where the replay stands is shown on stderr as it runs."""
     try:
         objects, _ = workload.objects(queues)
         collector = MetricsCollector(max_points)
-        sim = Simulation(objects, conf, period=clock.period, observers=[collector])
+        shown = None if progress is None else progress.observer()
+        sim = Simulation(objects, conf, period=clock.period, observers=[collector] if shown is None else [collector, shown])
         sim.keep_cycles = False
         replay(sim, objects, clock)
+        if shown is not None:
+            shown.finish(sim)
         return collector.result(sim)
     except LaharError as exc:
         return {"error": exc.message}
 
 
-def run_sides(workload: Workload, runs: list[tuple[list[Queue] | None, SchedulerConf]], clock: Clock, parallel: bool | None = None) -> list[dict[str, Any]]:
-    """``run_side`` for each (queues, conf), two at a time on a machine with two cores or more."""
+def run_sides(
+    workload: Workload,
+    runs: list[tuple[list[Queue] | None, SchedulerConf]],
+    clock: Clock,
+    parallel: bool | None = None,
+    progress: list[ProgressSettings] | None = None,
+) -> list[dict[str, Any]]:
+    """``run_side`` for each (queues, conf), two at a time on a machine with two cores or more;
+    ``progress``: each run's progress settings, if its progress is to be shown."""
     if parallel is None:
         parallel = (os.cpu_count() or 1) > 1 and len(runs) > 1
+    shown = progress or [None] * len(runs)
     if not parallel:
-        results = [run_side(workload, queues, conf, clock) for queues, conf in runs]
+        results = [run_side(workload, queues, conf, clock, progress=each) for (queues, conf), each in zip(runs, shown)]
     else:
         with ProcessPoolExecutor(max_workers=min(2, len(runs)), mp_context=get_context("fork")) as pool:
-            futures = [pool.submit(run_side, workload, queues, conf, clock) for queues, conf in runs]
+            futures = [pool.submit(run_side, workload, queues, conf, clock, progress=each) for (queues, conf), each in zip(runs, shown)]
             results = [future.result() for future in futures]
     for result in results:
         if "error" in result:
