@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 import pytest
 
 from builders import job, node, queue
@@ -73,3 +75,41 @@ def test_an_unknown_job_is_a_clear_error():
 
     with pytest.raises(LaharError, match="job default/nope: no podgroup to estimate"):
         expected_start(present(busy_cluster(), until=0), CONF, 0.0, "default/nope")
+
+
+def test_an_estimate_that_runs_out_of_time_says_how_far_it_got():
+    state = present(busy_cluster(), until=120)
+    b = job("b").tasks(2, cpu=1).queue("q").build()
+    seconds = itertools.count()  # a timer that moves one second each time it is read
+    cut = expected_start(state, CONF, 120.0, "default/b", proposed=b, budget=1, timer=seconds.__next__)
+    assert (cut.start, cut.cycles, cut.reached) == (None, 1, 120.0)
+    assert cut.summary() == "no estimate: the simulation stopped after 1 s (1 cycle) at 0s ahead, before the job started"
+    assert cut.to_json()["reachedSeconds"] == 0.0 and cut.to_json()["expectedStart"] is None
+    # the second cycle, when the running job ends at 600, starts b: within a budget of 2 s
+    whole = expected_start(state, CONF, 120.0, "default/b", proposed=b, budget=2, timer=itertools.count().__next__)
+    assert (whole.start, whole.cycles, whole.reached) == (600.0, 2, None) and whole.to_json()["reachedSeconds"] is None
+
+
+def backlog() -> list:
+    """The head of the Philly trace on three 8-GPU nodes, ten days in: 128 jobs waiting, some
+    of them gangs that fit only in part and keep a task pipelined, cycle after cycle."""
+    from trace_slice import slice_at_start
+    from lahar.sim.compare import run_replay
+
+    sim, position = slice_at_start("3 x cpu=64,memory=512Gi,gpu=8", 150)
+    position.until = 862_000.0
+    run_replay(sim, position)
+    w = sim.world
+    return [*w.classes.values(), *w.queues.values(), *w.nodes.values(), *w.jobs.values(), *w.podgroups.values(), *w.pods.values()]
+
+
+def test_repeated_pipelines_do_not_make_an_estimate_step_through_every_period(monkeypatch):
+    state, now = backlog(), 862_000.0
+    gang = "default/philly-302"  # waits past the horizon, a task of it pipelined meanwhile
+    quick = [expected_start(state, CONF, now, key, horizon=3600) for key in (gang, "default/philly-268")]
+    # the same estimates, stepping through every period of a cycle that decided anything
+    monkeypatch.setattr("lahar.sim.forecast.changed_something", lambda record, previous: (bool(record.result.decisions or record.completed), None))
+    slow = [expected_start(state, CONF, now, key, horizon=3600) for key in (gang, "default/philly-268")]
+    assert [(e.start, e.summary()) for e in quick] == [(e.start, e.summary()) for e in slow]
+    assert quick[0].start is None and quick[1].start == 863_206.0
+    assert slow[0].cycles > 1000 and quick[0].cycles * 20 < slow[0].cycles  # 14 against 1,994 here

@@ -35,7 +35,7 @@ from lahar.model.base import ApiObject
 from lahar.model.manifest import load_documents
 from lahar.scheduler.cycle import paused_gc
 from lahar.scheduler.framework.config import SchedulerConf, load_config, named_config_text
-from lahar.sim.engine import Simulation, arrival_time, next_step_time
+from lahar.sim.engine import Simulation, arrival_time, changed_something, next_step_time
 from lahar.sim.metrics import MetricsCollector, fmt_num, fmt_pct, fmt_seconds, main_resource
 from lahar.sim.progress import ProgressSettings
 from lahar.sim.traces.records import Routing, route
@@ -98,14 +98,10 @@ def routing_of(workload: Workload, side: Side, queues: list[Queue] | None) -> Ro
 
 def replay(sim: Simulation, objects: list[ApiObject], clock: Clock) -> None:
     """Run ``sim`` as ``Simulation.run_until`` does (or ``run_cycles`` when ``clock.cycles``), except
-    that a cycle whose only decisions repeat the previous cycle's pipelines counts as idle.
-
-    Why: a gang that fits only in part keeps one task pipelined (reserved) and re-reports it
-    every cycle; nothing in the world changes until a task ends or a job arrives, but
-    ``run_until`` steps every period meanwhile (measured on Philly's first 200 jobs: 14,447 of
-    15,092 cycles). The world is the same after such a cycle, so the next one would decide the
-    same: jumping to the next event gives the same decisions, only fewer repeated pipelines.
-    """
+    that a cycle whose only decisions repeat the previous cycle's pipelines counts as idle
+    (``changed_something``): ``run_until`` steps every period meanwhile, and its cycles are
+    what ``lahar simulate`` of manifests reports. Jumping to the next event gives the same
+    decisions, only fewer repeated pipelines."""
     if clock.cycles is not None:
         sim.run_cycles(clock.cycles)
         return
@@ -128,10 +124,7 @@ class ReplayPosition:
 
     def advance(self, sim: Simulation, record: Any) -> bool:
         """Move ``now`` to the next cycle after ``record``; False when nothing is left to happen."""
-        decisions = [(d.type, d.task, d.node) for d in record.result.decisions]
-        repeated = decisions == self.previous and all(kind == "pipeline" for kind, _, _ in decisions)
-        self.previous = decisions
-        busy = bool(record.completed or (decisions and not repeated))
+        busy, self.previous = changed_something(record, self.previous)
         upcoming = None
         if not busy:
             self.seen = bisect.bisect_right(self.arrivals, self.now, lo=self.seen)

@@ -10,10 +10,17 @@ How long running tasks take comes from their ``lahar.dev/duration``; lacking tha
 queue's typical run time (``typical(queue)``, from its recent history); lacking both, the task
 is assumed to run past the horizon, and the answer says how many tasks that assumption covers.
 The estimate assumes no other job arrives and nobody changes a queue meanwhile.
+
+An estimate is a question a person waits on (``lahar job why``, a dry run): it stops after
+``budget`` seconds (``DEFAULT_BUDGET``) and says how far ahead it got, rather than
+keep a request busy for minutes. A cycle whose only decisions repeat the last one's pipelines
+counts as idle, as in a trace replay (``changed_something``): a gang that fits only in part
+would otherwise be stepped through every period of the horizon (a week: 604,800 cycles).
 """
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable
 
@@ -25,11 +32,12 @@ from lahar.model.job import Job
 from lahar.model.queue import Queue
 from lahar.model.workload import Pod, PodGroup
 from lahar.scheduler.framework.config import SchedulerConf
-from lahar.sim.engine import Simulation, next_step_time
+from lahar.sim.engine import Simulation, changed_something, next_step_time
 
-__all__ = ["Estimate", "expected_start", "DEFAULT_HORIZON"]
+__all__ = ["Estimate", "expected_start", "DEFAULT_BUDGET", "DEFAULT_HORIZON"]
 
 DEFAULT_HORIZON = 7 * 86400.0
+DEFAULT_BUDGET = 10.0  # seconds (wall) an estimate may take
 _LOAD_ORDER = (PriorityClass, Queue, Node, Job, PodGroup, Pod)
 
 
@@ -43,6 +51,7 @@ class Estimate:
     message: str = ""
     assumptions: list[str] = field(default_factory=list)
     cycles: int = 0
+    reached: float | None = None  # where the simulation stopped, when it ran out of budget first
 
     @property
     def wait(self) -> float | None:
@@ -51,6 +60,8 @@ class Estimate:
     def summary(self) -> str:
         if not self.admitted:
             return f"would be refused: {self.message}"
+        if self.reached is not None:
+            return f"no estimate: {self.message}"
         if self.start is None:
             return f"not expected to start within {format_duration(self.horizon)}" + (f": {self.message}" if self.message else "")
         if self.wait == 0:
@@ -65,6 +76,7 @@ class Estimate:
             "expectedStart": self.start,
             "expectedWaitSeconds": self.wait,
             "horizonSeconds": self.horizon,
+            "reachedSeconds": None if self.reached is None else self.reached - self.now,
             "summary": self.summary(),
             "message": self.message,
             "assumptions": self.assumptions,
@@ -81,8 +93,12 @@ def expected_start(
     horizon: float = DEFAULT_HORIZON,
     period: float = 1.0,
     typical: Callable[[str], float | None] | None = None,
+    budget: float = DEFAULT_BUDGET,
+    timer: Callable[[], float] = time.monotonic,
 ) -> Estimate:
-    """When the podgroup ``job_key`` (``namespace/name``) is expected to run its gang."""
+    """When the podgroup ``job_key`` (``namespace/name``) is expected to run its gang; after
+    ``budget`` seconds (of ``timer``: the wall clock) spent stepping, no answer but how far ahead
+    it got."""
     sim = Simulation([], conf, period=period)
     assumptions = _load(sim, list(objects), now, typical or (lambda queue: None))
     estimate = Estimate(job_key, True, now, horizon=horizon, assumptions=assumptions)
@@ -94,7 +110,7 @@ def expected_start(
             return estimate
     if job_key not in sim.world.podgroups:
         raise LaharError(f"job {job_key}: no podgroup to estimate (is the job known to the server?)")
-    _run(sim, estimate, now, period)
+    _run(sim, estimate, now, period, _Budget(budget, timer))
     return estimate
 
 
@@ -143,17 +159,36 @@ def _lasting(obj: ApiObject, seconds: float) -> ApiObject:
     return copy
 
 
-def _run(sim: Simulation, estimate: Estimate, now: float, period: float) -> None:
+@dataclass
+class _Budget:
+    seconds: float
+    timer: Callable[[], float]
+    started: float = 0.0
+
+    def __post_init__(self) -> None:
+        self.started = self.timer()
+
+    def spent(self) -> bool:
+        return self.timer() - self.started >= self.seconds
+
+
+def _run(sim: Simulation, estimate: Estimate, now: float, period: float, budget: _Budget) -> None:
     end, t = now + estimate.horizon, now
     namespace, name = estimate.job.split("/", 1)
     members = [k for k, p in sim.world.pods.items() if p.group_name == name and p.metadata.namespace == namespace]
+    previous: list | None = None
     while t <= end:
         record = sim.step(t)
         estimate.cycles += 1
         if _gang_runs(sim.world, estimate.job, members):
             estimate.start = t
             return
-        busy = bool(record.result.decisions or record.completed)
+        if budget.spent():
+            estimate.reached = t
+            cycles = f"{estimate.cycles} cycle{'' if estimate.cycles == 1 else 's'}"
+            estimate.message = f"the simulation stopped after {budget.seconds:g} s ({cycles}) at {format_duration(t - now)} ahead, before the job started"
+            return
+        busy, previous = changed_something(record, previous)
         following = next_step_time(t, period, busy, None if busy else sim.world.next_completion(), record.result.valid_until)
         if following is None:
             reason = getattr(record.result.jobs.get(estimate.job), "reason", None) or {}
