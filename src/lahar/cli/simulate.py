@@ -33,7 +33,7 @@ from lahar.sim.compare import Clock, compare_json, difference_rows, labelled, re
 from lahar.sim.engine import Simulation
 from lahar.sim.inputs import load_simulation_inputs, resolve_config
 from lahar.sim.metrics import MetricsCollector, queue_table, summary_rows
-from lahar.sim.progress import ProgressSettings, jobs_in
+from lahar.sim.progress import ProgressSettings, jobs_in, progress_shown
 from lahar.sim.report import job_rows, queue_rows, simulation_json
 from lahar.sim.traces import QueueFile, Routing, Workload, build_workload, read_queue_file
 from lahar.sim.traces.workload import manifest_workload
@@ -95,12 +95,14 @@ def _trace_options(nodes, cluster, speedup, limit_jobs, queue_key) -> dict[str, 
     return {"node_files": nodes or [], "cluster": cluster or [], "speedup": speedup, "limit": limit_jobs, "queue_key": queue_key}
 
 
-def _wants_progress(asked: bool | None) -> bool:
-    """``--progress``/``--no-progress`` as given; neither: shown when stderr is a terminal."""
-    if asked is not None:
-        return asked
+def _stderr_is_terminal() -> bool:
     isatty = getattr(sys.stderr, "isatty", None)
     return bool(isatty and isatty())
+
+
+def _wants_progress(asked: bool | None) -> bool:
+    """``--progress``/``--no-progress`` as given; neither: shown when stderr is a terminal."""
+    return _stderr_is_terminal() if asked is None else asked
 
 
 def _progress_settings(wanted: bool, total_jobs: int, label: str = "", in_place: bool | None = None) -> ProgressSettings | None:
@@ -108,7 +110,7 @@ def _progress_settings(wanted: bool, total_jobs: int, label: str = "", in_place:
     if not wanted:
         return None
     if in_place is None:
-        in_place = _wants_progress(None)
+        in_place = _stderr_is_terminal()
     return ProgressSettings(total_jobs, label, in_place, 0.5 if in_place else 5.0)
 
 
@@ -175,12 +177,9 @@ def _run(sim: Simulation, clock: Clock, *, default_until: float | None) -> None:
 def _run_manifests(files: list[str], config: str | None, clock: Clock, outputs: _Outputs, progress: bool = False) -> None:
     objects, conf = load_simulation_inputs(files, config)
     collector = MetricsCollector() if outputs.wants_metrics else None
-    settings = _progress_settings(progress, jobs_in(objects))
-    shown = None if settings is None else settings.observer()
-    sim = Simulation(objects, conf, period=clock.period, observers=[o for o in (collector, shown) if o is not None])
-    _run(sim, clock, default_until=None)
-    if shown is not None:
-        shown.finish(sim)
+    sim = Simulation(objects, conf, period=clock.period, observers=[collector] if collector else [])
+    with progress_shown(sim, _progress_settings(progress, jobs_in(objects))):
+        _run(sim, clock, default_until=None)
     result = collector.result(sim) if collector else None
     if outputs.json:
         typer.echo(json.dumps(simulation_json(sim), indent=2, sort_keys=False))
@@ -250,14 +249,10 @@ def _run_trace(
     objects, routing = workload.objects(queue_file.queues or None if queue_file else None)
     _warn(routing)
     collector, log = MetricsCollector(), _DecisionLog()
-    settings = _progress_settings(progress, _total_jobs(workload))
-    shown = None if settings is None else settings.observer()
-    observers = [collector, log] if outputs.json else [collector]
-    sim = Simulation(objects, conf, period=clock.period, observers=observers if shown is None else [*observers, shown])
+    sim = Simulation(objects, conf, period=clock.period, observers=[collector, log] if outputs.json else [collector])
     sim.keep_cycles = False
-    replay(sim, objects, clock)
-    if shown is not None:
-        shown.finish(sim)
+    with progress_shown(sim, _progress_settings(progress, _total_jobs(workload))):
+        replay(sim, objects, clock)
     result = collector.result(sim)
     if outputs.json:
         out = simulation_json(sim)
@@ -285,7 +280,8 @@ def _run_compare(files, config, trace, queues, specs, clock: Clock, outputs: _Ou
     runs = [(side.queues if side.queues is not None else shared, side.conf or base) for side in sides]
     default_until = float("inf") if trace else None
     # the two sides run at once: lines of their own, never one line rewritten
-    shown = [_progress_settings(True, _total_jobs(workload), side.label, in_place=False) for side in sides] if progress else None
+    total = _total_jobs(workload)
+    shown = [_progress_settings(True, total, side.label, in_place=False) for side in sides] if progress else None
     result = compare_json(sides, run_sides(workload, runs, _trace_clock(clock, default_until), progress=shown))
     if outputs.json:
         typer.echo(json.dumps(result, indent=1))

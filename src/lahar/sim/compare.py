@@ -37,7 +37,7 @@ from lahar.scheduler.cycle import paused_gc
 from lahar.scheduler.framework.config import SchedulerConf, load_config, named_config_text
 from lahar.sim.engine import Simulation, arrival_time, changed_something, next_step_time
 from lahar.sim.metrics import MetricsCollector, fmt_num, fmt_pct, fmt_seconds, main_resource
-from lahar.sim.progress import ProgressSettings
+from lahar.sim.progress import ProgressSettings, progress_shown
 from lahar.sim.traces.records import Routing, route
 from lahar.sim.traces.workload import Workload, read_queue_file
 
@@ -163,12 +163,10 @@ def run_side(
     try:
         objects, _ = workload.objects(queues)
         collector = MetricsCollector(max_points)
-        shown = None if progress is None else progress.observer()
-        sim = Simulation(objects, conf, period=clock.period, observers=[collector] if shown is None else [collector, shown])
+        sim = Simulation(objects, conf, period=clock.period, observers=[collector])
         sim.keep_cycles = False
-        replay(sim, objects, clock)
-        if shown is not None:
-            shown.finish(sim)
+        with progress_shown(sim, progress):
+            replay(sim, objects, clock)
         return collector.result(sim)
     except LaharError as exc:
         return {"error": exc.message}

@@ -19,20 +19,21 @@ from __future__ import annotations
 
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Callable, TextIO
 
 from lahar.duration import format_duration
+from lahar.model.job import Job
+from lahar.model.workload import Pod, PodGroup
 
-__all__ = ["ProgressSettings", "ReplayProgress", "jobs_in"]
+__all__ = ["ProgressSettings", "ReplayProgress", "jobs_in", "progress_shown"]
 
 
 def jobs_in(objects: list[Any]) -> int:
     """The jobs a replay of ``objects`` submits: podgroups, vcjobs and pods of no group (the
     controllers give each vcjob and each such pod a podgroup of its own)."""
-    from lahar.model.job import Job
-    from lahar.model.workload import Pod, PodGroup
-
     return sum(1 for o in objects if isinstance(o, (PodGroup, Job)) or (isinstance(o, Pod) and o.group_name is None))
 
 
@@ -51,6 +52,19 @@ class ProgressSettings:
 
     def observer(self, stream: TextIO | None = None, clock: Callable[[], float] = time.monotonic) -> "ReplayProgress":
         return ReplayProgress(self, stream, clock)
+
+
+@contextmanager
+def progress_shown(sim: Any, settings: ProgressSettings | None) -> Iterator[None]:
+    """While the ``with`` body runs ``sim``, its progress as ``settings`` say (None: none), then
+    the last line once the body is done."""
+    if settings is None:
+        yield
+        return
+    shown = settings.observer()
+    sim.observers.append(shown)
+    yield
+    shown.finish(sim)
 
 
 class ReplayProgress:
