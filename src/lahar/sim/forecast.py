@@ -110,7 +110,7 @@ def expected_start(
             return estimate
     if job_key not in sim.world.podgroups:
         raise LaharError(f"job {job_key}: no podgroup to estimate (is the job known to the server?)")
-    _run(sim, estimate, now, period, _Budget(budget, timer))
+    _run(sim, estimate, now, period, budget, timer)
     return estimate
 
 
@@ -159,21 +159,8 @@ def _lasting(obj: ApiObject, seconds: float) -> ApiObject:
     return copy
 
 
-@dataclass
-class _Budget:
-    seconds: float
-    timer: Callable[[], float]
-    started: float = 0.0
-
-    def __post_init__(self) -> None:
-        self.started = self.timer()
-
-    def spent(self) -> bool:
-        return self.timer() - self.started >= self.seconds
-
-
-def _run(sim: Simulation, estimate: Estimate, now: float, period: float, budget: _Budget) -> None:
-    end, t = now + estimate.horizon, now
+def _run(sim: Simulation, estimate: Estimate, now: float, period: float, budget: float, timer: Callable[[], float]) -> None:
+    end, t, deadline = now + estimate.horizon, now, timer() + budget
     namespace, name = estimate.job.split("/", 1)
     members = [k for k, p in sim.world.pods.items() if p.group_name == name and p.metadata.namespace == namespace]
     previous: list | None = None
@@ -183,10 +170,10 @@ def _run(sim: Simulation, estimate: Estimate, now: float, period: float, budget:
         if _gang_runs(sim.world, estimate.job, members):
             estimate.start = t
             return
-        if budget.spent():
+        if timer() >= deadline:
             estimate.reached = t
             cycles = f"{estimate.cycles} cycle{'' if estimate.cycles == 1 else 's'}"
-            estimate.message = f"the simulation stopped after {budget.seconds:g} s ({cycles}) at {format_duration(t - now)} ahead, before the job started"
+            estimate.message = f"the simulation stopped after {budget:g} s ({cycles}) at {format_duration(t - now)} ahead, before the job started"
             return
         busy, previous = changed_something(record, previous)
         following = next_step_time(t, period, busy, None if busy else sim.world.next_completion(), record.result.valid_until)
